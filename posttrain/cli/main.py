@@ -1,0 +1,54 @@
+"""The `posttrain` command. Each module in this package registers one command group.
+
+Every command is a thin call into the library. Heavy imports (torch, transformers)
+happen inside the command functions, so `posttrain --help` answers in well under a
+second. User errors (`PosttrainError`) print as one line on stderr, exit code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import typer
+
+from posttrain.errors import PosttrainError
+
+app = typer.Typer(
+    name="posttrain",
+    help="Post-train language models on verifiable tasks: SFT, DPO, RL, sandboxes, evaluation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register_commands() -> None:
+    import posttrain.cli as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name in ("main", "common") or info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"posttrain.cli.{info.name}")
+        register = getattr(mod, "register", None)
+        if register is not None:
+            register(app)
+
+
+_register_commands()
+
+
+def main() -> None:
+    try:
+        app()
+    except PosttrainError as e:
+        print(f"posttrain: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("posttrain: interrupted; progress so far is saved (use --resume to continue)", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Run configs: pydantic models loaded from YAML plus dotted CLI overrides.
+
+    cfg = load_config("examples/quickstart.yaml", ["rl.steps=20", "rl.lr=3e-4"])
+
+Every section forbids unknown keys, so a typo is an error that names the key and the
+file, never a silently ignored setting. Values computed at run time do not live here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from posttrain.errors import ConfigError
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class TinyModelConfig(Section):
+    hidden_size: int = 128
+    intermediate_size: int = 384
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 4
+    max_position_embeddings: int = 256
+
+
+class ModelConfig(Section):
+    path: str | None = None  # an HF causal-LM directory; None builds the tiny default
+    tiny: TinyModelConfig = TinyModelConfig()
+    dtype: str = "float32"
+
+
+class DomainConfig(Section):
+    weight: float = 1.0
+    n_train: int = 2000
+    n_eval: int = 200
+    difficulty: float = 1.0
+    args: dict[str, Any] = {}
+
+
+class TasksConfig(Section):
+    domains: dict[str, DomainConfig] = {
+        "arithmetic": DomainConfig(),
+        "code": DomainConfig(),
+    }
+    eval_seed: int = 10_000  # held-out split: a disjoint generator seed
+    files: list[str] = []  # extra task files (JSONL/YAML)
+
+
+class SFTConfig(Section):
+    steps: int = 200
+    lr: float = 3e-3
+    batch_size: int = 64
+    warmup_steps: int = 10
+    weight_decay: float = 0.0
+    max_len: int = 128
+    eval_every: int = 0
+    data: str | None = None  # JSONL of chat examples; None -> oracle demonstrations
+    pack: bool = False
+
+
+class RLConfig(Section):
+    steps: int = 100
+    prompts_per_step: int = 16
+    group_size: int = 8
+    lr: float = 1e-3
+    loss: str = "dapo"
+    advantage: str = "group_norm"
+    kl_coef: float = 0.0
+    kl_estimator: str = "k3"
+    clip_eps: float = 0.2
+    clip_eps_high: float = 0.28
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 24
+    update_epochs: int = 1
+    minibatches: int = 1
+    max_grad_norm: float = 1.0
+    format_weight: float = 0.0  # extra reward weight of the format rule (gated anyway)
+    eval_every: int = 0
+    checkpoint_every: int = 10
+    keep_checkpoints: int = 2
+
+
+class EngineConfig(Section):
+    name: str = "fast"
+    max_batch: int = 512
+    args: dict[str, Any] = {}
+
+
+class SandboxConfig(Section):
+    concurrency: int = 0  # 0 -> number of cores
+    wall_s: float = 5.0
+    memory_mb: int = 256
+    retries: int = 2
+
+
+class ScheduleConfig(Section):
+    policy: str = "uniform"
+    args: dict[str, Any] = {}
+
+
+class EvalConfig(Section):
+    temperature: float = 0.0
+    epochs: int = 1
+    max_new_tokens: int = 24
+
+
+class ClusterConfig(Section):
+    address: str | None = None
+
+
+class RunConfig(Section):
+    name: str = "run"
+    seed: int = 0
+    out_dir: str = "runs"
+    model: ModelConfig = ModelConfig()
+    tasks: TasksConfig = TasksConfig()
+    sft: SFTConfig = SFTConfig()
+    rl: RLConfig = RLConfig()
+    engine: EngineConfig = EngineConfig()
+    sandbox: SandboxConfig = SandboxConfig()
+    schedule: ScheduleConfig = ScheduleConfig()
+    eval: EvalConfig = EvalConfig()
+    cluster: ClusterConfig = ClusterConfig()
+    threads: int = Field(default=0, description="torch threads; 0 -> all cores")
+
+
+def _set_dotted(tree: dict[str, Any], dotted: str, raw: str) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for k in keys[:-1]:
+        nxt = node.setdefault(k, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"override {dotted!r}: {k!r} is not a section")
+        node = nxt
+    node[keys[-1]] = yaml.safe_load(raw) if raw != "" else ""
+
+
+def _format_error(err: ValidationError, source: str) -> str:
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"])
+    if first["type"] == "extra_forbidden":
+        return f"unknown config key {key!r} in {source}"
+    return f"bad value for config key {key!r} in {source}: {first['msg']}"
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] = (), base: dict | None = None) -> RunConfig:
+    """Load YAML (optional), apply `key.sub=value` overrides, validate. Errors name key+file."""
+    tree: dict[str, Any] = dict(base or {})
+    source = "defaults"
+    if path is not None:
+        p = Path(path)
+        source = str(p)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            loaded = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: top level must be a mapping of config sections")
+        tree.update(loaded)
+    for ov in overrides:
+        if "=" not in ov:
+            raise ConfigError(f"override {ov!r} must look like key.sub=value")
+        k, v = ov.split("=", 1)
+        _set_dotted(tree, k.strip(), v)
+    try:
+        return RunConfig.model_validate(tree)
+    except ValidationError as e:
+        where = source if not overrides else f"{source} (with overrides {' '.join(overrides)})"
+        raise ConfigError(_format_error(e, where)) from None
+
+
+def dump_config(cfg: RunConfig, path: str | Path) -> None:
+    Path(path).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))

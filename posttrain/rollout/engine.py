@@ -1,0 +1,72 @@
+"""The Engine contract: token ids in, token ids plus logprobs out, versioned weights.
+
+    outs = engine.generate([GenRequest(prompt_ids, SamplingParams(temperature=1.0, n=8))])
+    engine.load_weights(policy.state_dict(), version=step)   # verified: raises on mismatch
+
+`Completion.logprobs[i]` is log p(token_ids[i] | prefix) under the engine's weights at
+temperature 1 with no top-p/top-k warping: the quantity the trainer recomputes for the
+importance ratio. Backends must match the trainer's recomputation within 1e-4 (fp32, CPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Protocol, Sequence, runtime_checkable
+
+FinishReason = Literal["stop", "length", "deadline", "error"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 32
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    n: int = 1  # samples per request (a GRPO group shares one prompt prefill)
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+
+
+@dataclass(frozen=True)
+class GenRequest:
+    prompt_ids: tuple[int, ...]
+    params: SamplingParams = field(default_factory=SamplingParams)
+    id: str = ""
+    deadline_s: float | None = None  # seconds from submission; past it -> "deadline"
+    images: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class Completion:
+    request_id: str
+    index: int  # sample index within the request's n
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    text: str
+    finish_reason: FinishReason
+    error: str = ""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    weights_version: int
+
+    def generate(self, requests: Sequence[GenRequest]) -> list[Completion]:
+        """One Completion per (request, sample index), ordered request-major."""
+        ...
+
+    def load_weights(self, state: Mapping[str, Any], version: int) -> None:
+        """Install `state` as weights `version`; verify it and raise on any mismatch."""
+        ...
