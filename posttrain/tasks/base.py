@@ -1,0 +1,44 @@
+"""The Domain contract: a seeded task generator with a difficulty knob and an oracle.
+
+    dom = build("arithmetic", kind="domain")
+    tasks = dom.generate(n=200, seed=0, difficulty=1.0)   # deterministic for a seed
+    assert all(t.oracle is not None for t in tasks)
+    wrong = dom.wrong_answer(tasks[0], random.Random(0))  # plausible but wrong
+
+A domain owns how its tasks are made; each task names its verifier by `Spec`, so the
+trainer and the evaluator score it with the same object. Register a domain with
+`@domain("name")` from `posttrain.registry`; a user can do so from a file outside the
+package (see docs/tasks.md).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Protocol, runtime_checkable
+
+from posttrain.types import Task
+
+
+@runtime_checkable
+class Domain(Protocol):
+    name: str
+
+    def generate(self, n: int, seed: int, difficulty: float = 1.0) -> list[Task]: ...
+
+    def wrong_answer(self, task: Task, rng: random.Random) -> str: ...
+
+
+def generate_split(domain: Domain, n: int, seed: int, difficulty: float, exclude: set[str] = frozenset()) -> list[Task]:
+    """`n` tasks whose prompts are not in `exclude` (keeps held-out splits disjoint)."""
+    out: list[Task] = []
+    attempt = 0
+    while len(out) < n and attempt < 20:
+        for t in domain.generate(n * 2, seed + 7919 * attempt, difficulty):
+            key = t.prompt[-1].content
+            if key not in exclude:
+                exclude = exclude | {key}
+                out.append(t)
+                if len(out) == n:
+                    break
+        attempt += 1
+    return out
