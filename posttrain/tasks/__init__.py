@@ -1,0 +1,14 @@
+"""Task domains. Importing this package registers the built-in domains."""
+
+from posttrain.tasks import arithmetic, code  # noqa: F401  (registers domains)
+from posttrain.tasks.base import Domain, generate_split
+
+
+def generate_domain(name: str, n: int, seed: int, difficulty: float = 1.0, **args) -> list:
+    """`n` seeded tasks from the registered domain `name`."""
+    from posttrain.registry import build
+
+    return build(name, kind="domain", **args).generate(n, seed, difficulty)
+
+
+__all__ = ["Domain", "generate_domain", "generate_split"]

@@ -1,0 +1,55 @@
+"""`code`: write a Python expression in `x` that fits the given values of f.
+
+The prompt shows `f(0)` and `f(1)` of a hidden linear function `f(x) = m*x + c`; the
+model answers with a Python expression such as `x*3+4`. The verifier runs the task's
+unit tests (f at several x) in the sandbox; the reward is the fraction that pass, so
+getting the intercept right but not the slope earns partial credit.
+
+Difficulty knob: 1.0 -> slope 2..9, intercept 0..49; 2.0 -> slope -19..19 (not 0, 1),
+intercept 0..99. Limits: the answer is evaluated as one expression, not a statement block.
+"""
+
+from __future__ import annotations
+
+import random
+
+from posttrain.registry import domain
+from posttrain.types import Limits, Message, Spec, Task
+
+TEST_XS = (0, 1, 2, 3, 5, 10)
+
+
+@domain("code")
+class CodeDomain:
+    name = "code"
+
+    def __init__(self, max_new_tokens: int = 10) -> None:
+        self.max_new_tokens = max_new_tokens
+
+    def _coeffs(self, rng: random.Random, difficulty: float) -> tuple[int, int]:
+        if difficulty < 1.5:
+            return rng.randrange(2, 10), rng.randrange(0, 50)
+        m = rng.choice([v for v in range(-19, 20) if v not in (0, 1)])
+        return m, rng.randrange(0, 100)
+
+    def generate(self, n: int, seed: int, difficulty: float = 1.0) -> list[Task]:
+        rng = random.Random(f"code:{seed}:{difficulty}")
+        tasks = []
+        for i in range(n):
+            m, c = self._coeffs(rng, difficulty)
+            tests = [[x, m * x + c] for x in TEST_XS]
+            tasks.append(Task(
+                id=f"code-{seed}-{i}",
+                domain=self.name,
+                prompt=(Message("user", f"f(0)={c},f(1)={m + c}"),),
+                verifier=Spec("python_tests", {"tests": tests, "arg": "x"}),
+                difficulty=difficulty,
+                limits=Limits(max_steps=1, max_new_tokens=self.max_new_tokens, timeout_s=10.0),
+                metadata={"m": m, "c": c},
+                oracle=f"x*{m}+{c}",
+            ))
+        return tasks
+
+    def wrong_answer(self, task: Task, rng: random.Random) -> str:
+        m, c = task.metadata["m"], task.metadata["c"]
+        return rng.choice([f"x*{m + 1}+{c}", f"x*{m}+{c + 1}", f"{c}"])

@@ -1,0 +1,79 @@
+"""Verify a batch of trajectories: format rule, then the task's verifier, with retries.
+
+`verify_trajectories` is what the RL loop and the evaluator both call. Verifiers are
+built once per task spec and results are cached by (task version, answer text), since a
+GRPO group often repeats an answer. Infrastructure errors are retried up to `retries`
+times; one that persists stays `infra_error` (kept out of the gradient), never 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Mapping, Sequence
+
+from posttrain.registry import build
+from posttrain.sandbox.protocol import Sandbox
+from posttrain.types import Task, Trajectory, TrajError, VerifyResult
+from posttrain.verifiers.base import VerifyContext
+from posttrain.verifiers.rules import format_violation
+
+
+class VerifierRunner:
+    def __init__(self, sandbox: Sandbox | None, concurrency: int = 8, retries: int = 2, format_weight: float = 0.0):
+        self.ctx = VerifyContext(sandbox=sandbox)
+        self.sem = asyncio.Semaphore(concurrency)
+        self.retries = retries
+        self.format_weight = format_weight
+        self._verifiers: dict[str, object] = {}
+        self._cache: dict[tuple[str, str], VerifyResult] = {}
+        self.stats = {"calls": 0, "cache_hits": 0, "infra_retries": 0}
+
+    def verifier_for(self, task: Task):
+        key = task.version
+        if key not in self._verifiers:
+            self._verifiers[key] = build(task.verifier, kind="verifier")
+        return self._verifiers[key]
+
+    async def _judge(self, task: Task, traj: Trajectory) -> VerifyResult:
+        reason = format_violation(traj, single_line=task.limits.max_steps <= 1)
+        if reason is not None:
+            return VerifyResult.fail(reason, rule="format")
+        key = (task.version, traj.completion_text)
+        if key in self._cache:
+            self.stats["cache_hits"] += 1
+            return self._cache[key]
+        result = VerifyResult.infra("not run")
+        for attempt in range(self.retries + 1):
+            self.stats["calls"] += 1
+            async with self.sem:
+                try:
+                    result = await asyncio.wait_for(self.verifier_for(task)(task, traj, self.ctx), task.limits.timeout_s)
+                except asyncio.TimeoutError:
+                    result = VerifyResult.infra(f"verifier timed out after {task.limits.timeout_s}s")
+                except Exception as e:  # a verifier bug is an infra error, not the model's fault
+                    result = VerifyResult.infra(f"verifier raised {type(e).__name__}: {e}")
+            if result.status == "ok":
+                self._cache[key] = result
+                return result
+            self.stats["infra_retries"] += attempt < self.retries
+        return result
+
+    async def verify_one(self, task: Task, traj: Trajectory) -> Trajectory:
+        if traj.error is not None and traj.error.boundary in ("engine", "sandbox"):
+            return dataclasses.replace(traj, verify=VerifyResult.infra(traj.error.message), reward=0.0)
+        res = await self._judge(task, traj)
+        reward = res.score + (self.format_weight if res.details.get("rule") != "format" else 0.0)
+        err = traj.error
+        if res.status == "infra_error":
+            err = TrajError("verifier", res.reason)
+        return dataclasses.replace(traj, verify=res, reward=reward, error=err)
+
+    async def verify_all(self, tasks_by_id: Mapping[str, Task], trajs: Sequence[Trajectory]) -> list[Trajectory]:
+        return list(await asyncio.gather(*(self.verify_one(tasks_by_id[t.task_id], t) for t in trajs)))
+
+
+async def verify_trajectories(tasks_by_id: Mapping[str, Task], trajs: Sequence[Trajectory],
+                              sandbox: Sandbox | None, retries: int = 2) -> list[Trajectory]:
+    """One-shot convenience wrapper around `VerifierRunner` (no cache across calls)."""
+    return await VerifierRunner(sandbox, retries=retries).verify_all(tasks_by_id, trajs)
