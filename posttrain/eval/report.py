@@ -1,0 +1,138 @@
+"""The comparison report: a Markdown summary for the terminal and a self-contained HTML.
+
+    md = comparison_markdown(cmp)
+    path = write_report(cmp, "runs/eval-new/report.html")
+
+The HTML embeds every figure as a base64 PNG and every flipped sample's completions, so
+it can be mailed or attached to a CI job without the run directories.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from posttrain.eval import plots
+from posttrain.eval.compare import Comparison, DomainResult
+
+
+def _f(x: float, digits: int = 3) -> str:
+    return "nan" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _row(d: DomainResult) -> list[str]:
+    ci = f"[{_f(d.diff.low)}, {_f(d.diff.high)}]"
+    steps = f"{_f(d.steps.estimate, 2)} [{_f(d.steps.low, 2)}, {_f(d.steps.high, 2)}]" if d.steps else "-"
+    tokens = f"{_f(d.tokens.estimate, 1)} [{_f(d.tokens.low, 1)}, {_f(d.tokens.high, 1)}]" if d.tokens else "-"
+    flips = sum(f.direction == "pass->fail" for f in d.flips), sum(f.direction == "fail->pass" for f in d.flips)
+    return [d.domain, str(d.tasks), str(d.pairs), _f(d.pass_before), _f(d.pass_after), _f(d.diff.estimate), ci,
+            f"{_f(d.p_value, 4)} / {_f(d.p_holm, 4)}", steps, tokens, f"{flips[0]} / {flips[1]}", d.verdict]
+
+
+HEADER = ["domain", "tasks", "pairs", "pass A", "pass B", "diff", "95% CI", "p / Holm", "Δsteps [CI]",
+          "Δtokens [CI]", "P→F / F→P", "verdict"]
+
+
+def comparison_markdown(cmp: Comparison, report_path: str | None = None, max_flips: int = 20) -> str:
+    lines = [f"## Comparison: `{cmp.run_a}` (A) → `{cmp.run_b}` (B)", "",
+             "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    for d in cmp.domains + [cmp.overall]:
+        lines.append("| " + " | ".join(_row(d)) + " |")
+    lines += ["", f"Unpaired samples: {cmp.only_a} only in A, {cmp.only_b} only in B; "
+              f"{cmp.infra_dropped} pairs dropped for infra errors (never counted as failures)."]
+    flips = [f for d in cmp.domains for f in d.flips]
+    if flips:
+        lines += ["", f"### Flips ({len(flips)})", ""]
+        for f in flips[:max_flips]:
+            lines.append(f"- **{f.direction}** `{f.task_id}` epoch {f.epoch} ({f.domain}): "
+                         f"A `{f.link_a}`, B `{f.link_b}`")
+        if len(flips) > max_flips:
+            lines.append(f"- … {len(flips) - max_flips} more in the JSON / HTML report")
+    verdict = (f"**REGRESSION** in {', '.join(cmp.regressions)} (lower CI bound below -{cmp.margin:g})"
+               if cmp.regressions else f"**OK**: no domain's lower CI bound is below -{cmp.margin:g}")
+    lines += ["", verdict]
+    if report_path:
+        lines.append(f"\nReport: {report_path}")
+    return "\n".join(lines)
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr class='{}'>".format(html.escape(r[-1])) + "".join(f"<td>{html.escape(c)}</td>" for c in r)
+                   + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _training_metrics(cmp: Comparison) -> dict[str, list[dict[str, Any]]]:
+    """metrics.jsonl of each run, or of the training run its model came from."""
+    out = {}
+    for label, run, meta in (("A", cmp.run_a, cmp.meta_a), ("B", cmp.run_b, cmp.meta_b)):
+        for cand in (Path(run), Path(meta["source_run"]) if meta.get("source_run") else None):
+            if cand is not None and (cand / "metrics.jsonl").is_file():
+                out[label] = plots.read_metrics(cand / "metrics.jsonl")
+                break
+    return out
+
+
+def _figures(cmp: Comparison) -> list[tuple[str, str]]:
+    rows = cmp.domains + [cmp.overall]
+    figs = [("Per-domain difference (forest plot)",
+             plots.forest_plot([(d.domain, d.diff.estimate, d.diff.low, d.diff.high, d.verdict) for d in rows],
+                               cmp.margin)),
+            ("Pass rates before and after",
+             plots.pass_rate_bars([d.domain for d in rows], [d.pass_before for d in rows],
+                                  [d.pass_after for d in rows]))]
+    steps: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    tokens: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    for ra, rb in cmp.pairs:
+        steps[ra.domain][0].append(ra.steps)
+        steps[ra.domain][1].append(rb.steps)
+        tokens[ra.domain][0].append(ra.tokens)
+        tokens[ra.domain][1].append(rb.tokens)
+    figs.append(("Step-count distributions", plots.count_distributions("steps", dict(steps))))
+    figs.append(("Token-count distributions", plots.count_distributions("tokens", dict(tokens))))
+    curves = plots.training_curves(_training_metrics(cmp))
+    if curves:
+        figs.append(("Training reward and pass-rate curves", curves))
+    return figs
+
+
+def _flip_html(cmp: Comparison) -> str:
+    items = []
+    for d in cmp.domains:
+        for f in d.flips:
+            anchor = html.escape(f"{f.task_id}-{f.epoch}")
+            items.append(
+                f"<details id='{anchor}'><summary><b>{f.direction}</b> {html.escape(f.task_id)} "
+                f"epoch {f.epoch} ({html.escape(f.domain)})</summary>"
+                f"<p>A: <a href='{html.escape(f.link_a)}'>{html.escape(f.link_a)}</a><br>"
+                f"B: <a href='{html.escape(f.link_b)}'>{html.escape(f.link_b)}</a></p>"
+                f"<div class='pair'><pre>{html.escape(f.completion_a)}</pre>"
+                f"<pre>{html.escape(f.completion_b)}</pre></div></details>")
+    return "".join(items) or "<p>No flips.</p>"
+
+
+CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}
+tr.regression{background:#fadbd8}tr.improvement{background:#d5f5e3}
+.pair{display:flex;gap:1em}.pair pre{flex:1;background:#f4f6f7;padding:.5em;white-space:pre-wrap}"""
+
+
+def write_report(cmp: Comparison, path: str | Path) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figs = "".join(f"<h3>{html.escape(t)}</h3><img alt='{html.escape(t)}' src='data:image/png;base64,{b64}'>"
+                   for t, b64 in _figures(cmp))
+    verdict = ("REGRESSION: " + ", ".join(cmp.regressions)) if cmp.regressions else "OK"
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>posttrain compare</title>"
+           f"<style>{CSS}</style></head><body><h1>{html.escape(cmp.run_a)} → {html.escape(cmp.run_b)}</h1>"
+           f"<p>Gate: lower 95% CI bound of the paired difference below -{cmp.margin:g}. "
+           f"Verdict: <b>{html.escape(verdict)}</b></p>"
+           + _table([_row(d) for d in cmp.domains + [cmp.overall]], HEADER)
+           + f"<p>Unpaired: {cmp.only_a} only in A, {cmp.only_b} only in B; {cmp.infra_dropped} "
+             f"pairs dropped for infra errors.</p>{figs}<h2>Flips</h2>{_flip_html(cmp)}</body></html>")
+    out.write_text(doc, encoding="utf-8")
+    return out
