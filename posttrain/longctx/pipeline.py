@@ -85,7 +85,7 @@ class LongDoc:
         self,
         question: str,
         top_k: int = 5,
-        threshold: float = 0.5,
+        threshold: float = 0.6,
         supporter: Supporter | None = None,
         flag_only: bool = False,
     ) -> Result:

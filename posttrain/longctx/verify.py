@@ -64,7 +64,7 @@ class LexicalSupport:
         qt = set(terms(question)) - ct
         q_cov = len(qt & st) / len(qt) if qt else 1.0
         gate = 1.0 if question_entities(question) <= st else 0.3
-        return claim_cov * (0.5 + 0.5 * q_cov) * gate
+        return claim_cov * (0.2 + 0.8 * q_cov) * gate
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def verify(
     doc: str,
     index: DocIndex,
     supporter: Supporter | None = None,
-    threshold: float = 0.5,
+    threshold: float = 0.6,
     max_span_chars: int = 600,
     flag_only: bool = False,
 ) -> Verified:
