@@ -1,0 +1,183 @@
+"""One cgroup per execution (or per warm slot): memory, pids and CPU accounting, and kill-all.
+
+Works with cgroup v2 (unified) and with v1 controllers mounted separately (as on this
+machine: memory, pids, cpuacct under /sys/fs/cgroup/<controller>). Child cgroups are
+created beneath the cgroup this process already lives in, so the sandbox stays inside
+whatever budget the host gave us. If nothing is writable, `Cgroup.create` returns None
+and the caller falls back to rlimits (and reports that it did).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from functools import lru_cache
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+_counter = itertools.count()
+
+
+def _read(path: Path, default: str = "") -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return default
+
+
+def _write(path: Path, value: str) -> bool:
+    try:
+        with open(path, "w") as f:
+            f.write(value)
+        return True
+    except OSError:
+        return False
+
+
+@lru_cache(maxsize=1)
+def _own_paths() -> dict[str, str]:
+    """controller ('' for v2) -> this process's cgroup path."""
+    out: dict[str, str] = {}
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        _id, ctrls, path = line.split(":", 2)
+        for c in ctrls.split(",") if ctrls else [""]:
+            out[c] = path
+    return out
+
+
+@lru_cache(maxsize=1)
+def kind() -> str:
+    """'v2', 'v1' or '' (unusable)."""
+    own = _own_paths()
+    if (ROOT / "cgroup.controllers").exists():
+        return "v2" if os.access(ROOT / own.get("", "/").lstrip("/"), os.W_OK) else ""
+    if "memory" in own and os.access(ROOT / "memory" / own["memory"].lstrip("/"), os.W_OK):
+        return "v1"
+    return ""
+
+
+class Cgroup:
+    """A set of per-controller directories acting as one cgroup."""
+
+    def __init__(self, dirs: dict[str, Path], version: str) -> None:
+        self.dirs = dirs  # controller -> directory ('' for v2)
+        self.version = version
+        self._oom0 = 0
+
+    @classmethod
+    def create(cls, memory_bytes: int, pids: int) -> "Cgroup | None":
+        version = kind()
+        if not version:
+            return None
+        own = _own_paths()
+        name = f"posttrain-{os.getpid()}-{next(_counter)}"
+        ctrls = [""] if version == "v2" else [c for c in ("memory", "pids", "cpuacct") if c in own]
+        dirs: dict[str, Path] = {}
+        for c in ctrls:
+            d = ROOT / c / own[c].lstrip("/") / name if c else ROOT / own[""].lstrip("/") / name
+            try:
+                d.mkdir()
+            except OSError:
+                continue
+            dirs[c] = d
+        cg = cls(dirs, version)
+        if not cg.has("memory"):
+            cg.remove()
+            return None
+        cg.set_limits(memory_bytes, pids)
+        return cg
+
+    def has(self, what: str) -> bool:
+        if self.version == "v2":
+            return "" in self.dirs
+        return what in self.dirs
+
+    def set_limits(self, memory_bytes: int, pids: int) -> None:
+        if self.version == "v2":
+            d = self.dirs[""]
+            _write(d / "memory.max", str(memory_bytes))
+            _write(d / "memory.swap.max", "0")
+            _write(d / "pids.max", str(pids))
+        else:
+            m = self.dirs["memory"]
+            _write(m / "memory.limit_in_bytes", str(memory_bytes))
+            _write(m / "memory.memsw.limit_in_bytes", str(memory_bytes))
+            _write(m / "memory.max_usage_in_bytes", "0")
+            if "pids" in self.dirs:
+                _write(self.dirs["pids"] / "pids.max", str(pids))
+        self._oom0 = self.oom_kills()
+
+    def add(self, pid: int) -> None:
+        for d in self.dirs.values():
+            _write(d / "cgroup.procs", str(pid))
+
+    def procs(self) -> list[int]:
+        seen: set[int] = set()
+        for d in self.dirs.values():
+            seen.update(int(x) for x in _read(d / "cgroup.procs").split())
+        return sorted(seen)
+
+    def oom_kills(self) -> int:
+        d = self.dirs.get("" if self.version == "v2" else "memory")
+        if d is None:
+            return 0
+        text = _read(d / ("memory.events" if self.version == "v2" else "memory.oom_control"))
+        for line in text.splitlines():
+            k, _, v = line.partition(" ")
+            if k == "oom_kill":
+                return int(v)
+        return 0
+
+    def oom_since_reset(self) -> bool:
+        return self.oom_kills() > self._oom0
+
+    def peak_memory(self) -> int:
+        if self.version == "v2":
+            return int(_read(self.dirs[""] / "memory.peak", "0") or 0)
+        return int(_read(self.dirs["memory"] / "memory.max_usage_in_bytes", "0") or 0)
+
+    def cpu_seconds(self) -> float | None:
+        if self.version == "v2":
+            for line in _read(self.dirs[""] / "cpu.stat").splitlines():
+                if line.startswith("usage_usec"):
+                    return int(line.split()[1]) / 1e6
+            return None
+        if "cpuacct" in self.dirs:
+            return int(_read(self.dirs["cpuacct"] / "cpuacct.usage", "0") or 0) / 1e9
+        return None
+
+    def kill_all(self, deadline_s: float = 5.0) -> bool:
+        """SIGKILL every process until the cgroup is empty. True when empty."""
+        if self.version == "v2" and _write(self.dirs[""] / "cgroup.kill", "1"):
+            pass
+        end = time.monotonic() + deadline_s
+        while True:
+            pids = self.procs()
+            if not pids:
+                return True
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.002)
+
+    def remove(self) -> bool:
+        """Kill what is left and delete the directories. True when nothing is left behind."""
+        ok = self.kill_all()
+        for d in self.dirs.values():
+            for _ in range(200):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.005)
+            else:
+                ok = False
+        return ok

@@ -1,0 +1,73 @@
+"""Images: what a sandbox sees read-only. Content-addressed by a sha256 digest.
+
+The base is always the host's /usr plus the clean Python runtime (see `runtime.py`);
+the built-in image named "host" is exactly that. A built image adds one layer directory,
+bound at /opt/image: `site-packages/` (on PYTHONPATH) and `files/`. Its digest is the
+sha256 over the layer's sorted (path, mode, sha256) listing plus the base identity, so
+the same spec on the same host yields the same digest. Building lives in `image_build.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from posttrain.errors import SandboxError
+from posttrain.sandbox.runtime import python_runtime, sandbox_home
+
+LAYER_INSIDE = "/opt/image"
+_DIGEST_RE = re.compile(r"^(sha256:)?[0-9a-f]{12,64}$")
+
+
+@dataclass(frozen=True)
+class Image:
+    digest: str  # "sha256:<hex>"
+    layer: Path | None = None  # None for the base image
+
+    def binds(self) -> tuple[str, ...]:
+        if self.layer is None:
+            return ()
+        return ("--ro-bind", str(self.layer), LAYER_INSIDE)
+
+    @property
+    def pythonpath(self) -> str:
+        return f"{LAYER_INSIDE}/site-packages" if self.layer is not None else ""
+
+
+def images_dir() -> Path:
+    d = sandbox_home() / "images"
+    d.mkdir(exist_ok=True)
+    return d
+
+
+@lru_cache(maxsize=1)
+def base_identity() -> str:
+    """What the base image is: host python version and runtime mirror (keyed by its install)."""
+    return f"python={sys.version.split()[0]};runtime={python_runtime().name};usr=host"
+
+
+@lru_cache(maxsize=1)
+def host_image() -> Image:
+    return Image("sha256:" + hashlib.sha256(json.dumps({"base": base_identity()}).encode()).hexdigest())
+
+
+def resolve(name: str) -> Image:
+    """'host', a full 'sha256:…' digest, or a unique prefix of one, -> Image. Else SandboxError."""
+    if not isinstance(name, str) or not name:
+        raise SandboxError(f"bad image {name!r}: expected 'host' or a sha256 digest")
+    if name in ("host", host_image().digest):
+        return host_image()
+    if not _DIGEST_RE.match(name):
+        raise SandboxError(f"bad image digest {name!r}: expected 'host' or 'sha256:<hex>'")
+    hexpart = name.removeprefix("sha256:")
+    matches = [p for p in images_dir().glob(f"{hexpart}*") if (p / "layer").is_dir() and (p / "digest").exists()]
+    if not matches:
+        raise SandboxError(f"unknown image {name!r}: build it with `posttrain sandbox image build SPEC.yaml`")
+    if len(matches) > 1:
+        raise SandboxError(f"ambiguous image prefix {name!r}: matches {len(matches)} images")
+    return Image((matches[0] / "digest").read_text().strip(), matches[0] / "layer")
