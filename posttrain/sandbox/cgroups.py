@@ -133,6 +133,11 @@ class Cgroup:
     def oom_since_reset(self) -> bool:
         return self.oom_kills() > self._oom0
 
+    def usage(self) -> int:
+        if self.version == "v2":
+            return int(_read(self.dirs[""] / "memory.current", "0") or 0)
+        return int(_read(self.dirs["memory"] / "memory.usage_in_bytes", "0") or 0)
+
     def peak_memory(self) -> int:
         if self.version == "v2":
             return int(_read(self.dirs[""] / "memory.peak", "0") or 0)
@@ -181,3 +186,32 @@ class Cgroup:
             else:
                 ok = False
         return ok
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def sweep_stale() -> int:
+    """Remove cgroups left by a posttrain process that died without cleaning up. Returns count."""
+    version = kind()
+    if not version:
+        return 0
+    own = _own_paths()
+    parents = [ROOT / own[""].lstrip("/")] if version == "v2" else [ROOT / c / own[c].lstrip("/") for c in ("memory", "pids", "cpuacct") if c in own]
+    removed = 0
+    for parent in parents:
+        for d in parent.glob("posttrain-*-*"):
+            try:
+                pid = int(d.name.split("-")[1])
+            except ValueError:
+                continue
+            if not _pid_alive(pid) and Cgroup({"x": d}, version).remove():
+                removed += 1
+    return removed

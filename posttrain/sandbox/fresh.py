@@ -11,34 +11,21 @@ setsid daemons included; the cgroup sweep is the second line.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import subprocess
 import time
 from typing import Mapping, Sequence
 
 from posttrain.sandbox import limits as lim
 from posttrain.sandbox.bwrap import bwrap_argv, fixed_env, run_as
+from posttrain.sandbox.launch import launch
 from posttrain.sandbox.cgroups import Cgroup
 from posttrain.sandbox.images import Image
 from posttrain.sandbox.result import Outcome, finish
 from posttrain.sandbox.runtime import workspace_root
-from posttrain.sandbox.seccomp import seccomp_fd
 from posttrain.sandbox.streams import CappedReader, feed, wait_pidfd
 from posttrain.sandbox.workspace import Workspace, diff
 from posttrain.types import ExecLimits, ExecResult
-
-
-def _read_info(fd: int) -> dict:
-    data = b""
-    while not data.rstrip().endswith(b"}"):
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        data += chunk
-    os.close(fd)
-    return json.loads(data) if data.strip() else {}
 
 
 async def run_fresh(
@@ -63,42 +50,18 @@ async def run_fresh(
 
 
 async def _run(cmd, stdin, limits, image, ws, cg, before, read_files) -> ExecResult:
-    info_r, info_w = os.pipe2(os.O_CLOEXEC)
-    block_r, block_w = os.pipe2(os.O_CLOEXEC)
     in_r, in_w = os.pipe2(os.O_CLOEXEC)
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
-    sfd = seccomp_fd()
-    extra = ["--info-fd", str(info_w), "--block-fd", str(block_r), "--seccomp", str(sfd)]
-    argv = bwrap_argv(cmd, ws.path, fixed_env(image.pythonpath), image.binds(), extra=extra)
-    uid = run_as()
+    memory_by_cg = cg is not None and cg.has("memory")
+    pids_by_cg = cg is not None and cg.has("pids")
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.Popen(
-            argv, stdin=in_r, stdout=out_w, stderr=err_w, pass_fds=(info_w, block_r, sfd),
-            user=uid, group=uid, extra_groups=[] if uid is not None else None,
-        )  # fmt: skip
-    finally:
-        for fd in (info_w, block_r, in_r, out_w, err_w, sfd):
-            os.close(fd)
+    launched = launch(
+        lambda extra: bwrap_argv(cmd, ws.path, fixed_env(image.pythonpath), image.binds(), extra=extra),
+        (in_r, out_w, err_w), cg, lim.rlimits(limits, memory_by_cg, pids_by_cg),
+    )  # fmt: skip
+    proc = launched.proc
     out = Outcome()
-    try:
-        info = _read_info(info_r)
-        child = int(info.get("child-pid", 0))
-        memory_by_cg = cg is not None and cg.has("memory")
-        pids_by_cg = cg is not None and cg.has("pids")
-        if cg is not None:
-            cg.add(proc.pid)
-            if child:
-                cg.add(child)
-        if child:
-            try:
-                lim.apply_prlimits(child, lim.rlimits(limits, memory_by_cg, pids_by_cg))
-            except OSError:
-                pass  # it already died (bad argv); bwrap reports why on stderr
-        os.write(block_w, b"1")
-    finally:
-        os.close(block_w)
     out.enforcement = lim.enforcement(memory_by_cg, pids_by_cg, cg.version if cg else "", "memory cgroup (tmpfs pages) + RLIMIT_FSIZE" if memory_by_cg else "RLIMIT_FSIZE")
 
     def kill(reason: str) -> None:

@@ -191,3 +191,20 @@ def diff(before: Manifest, after: Manifest) -> tuple[FileChange, ...]:
     for p in sorted(set(before) - set(after)):
         out.append(FileChange(p, "deleted", 0, ""))
     return tuple(out)
+
+
+def sweep_stale(root: Path) -> int:
+    """Remove workspaces of posttrain processes that died without cleaning up."""
+    removed = 0
+    for d in root.glob("ws-*-*"):
+        try:
+            pid = int(d.name.split("-")[1])
+            os.kill(pid, 0)
+        except ValueError:
+            continue
+        except ProcessLookupError:
+            Workspace(d, None).remove()
+            removed += 1
+        except PermissionError:
+            pass
+    return removed

@@ -1,0 +1,1 @@
+"""Programs that run *inside* a sandbox. Standard library only: they never import posttrain."""
