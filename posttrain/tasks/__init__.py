@@ -1,7 +1,7 @@
 """Task domains. Importing this package registers the built-in domains."""
 
 from posttrain.tasks import arithmetic, code  # noqa: F401  (registers domains)
-from posttrain.tasks import conflict, extraction, humaneval, math_problems, needle, scene, tools  # noqa: F401  (registers domains)
+from posttrain.tasks import conflict, extraction, humaneval, math_problems, needle, scene, terminal, tools  # noqa: F401  (registers domains)
 from posttrain.tasks.base import Domain, generate_split
 
 

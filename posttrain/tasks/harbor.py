@@ -1,0 +1,107 @@
+"""Import Harbor / Terminal-Bench task folders as `terminal` tasks.
+
+A folder holds `task.toml`, `instruction.md`, `tests/test.sh` (which writes the reward
+to `/logs/verifier/reward.txt`), optionally `solution/solve.sh` (becomes the oracle) and
+`environment/` (its files, except the Dockerfile, become the starting workspace).
+
+    tasks = load_harbor_tasks("path/to/tasks")   # one folder, or a folder of folders
+
+Does not support: building the environment's Dockerfile (tasks run on the sandbox's host
+image, so tests needing packages that image lacks fail); absolute container paths other
+than /app, /tests, /solution and /logs/verifier (those are rewritten to the workspace).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from posttrain.errors import TaskFileError
+from posttrain.tasks.plan import dump_plan
+from posttrain.types import Environment, Limits, Message, Spec, Task
+from posttrain.verifiers.terminal import rewrite_harbor_paths
+
+_DIFFICULTY = {"easy": 1.0, "medium": 2.0, "hard": 3.0}
+MAX_FILE = 1 << 20
+
+
+def _text_files(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if not p.is_file() or rel in skip:
+            continue
+        if p.stat().st_size > MAX_FILE:
+            raise TaskFileError(f"{p}: file over {MAX_FILE} bytes; harbor import holds text files only")
+        try:
+            out[rel] = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise TaskFileError(f"{p}: not UTF-8 text; harbor import holds text files only") from None
+    return out
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TaskFileError(f"{path}: missing (a Harbor task folder needs task.toml)") from None
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise TaskFileError(f"{path}:{m.group(1) if m else 1}: invalid TOML: {e}") from None
+
+
+def _field(d: dict, path: Path, dotted: str, typ: type | tuple[type, ...], default: Any) -> Any:
+    cur: Any = d
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return default
+        cur = cur[part]
+    if not isinstance(cur, typ) or isinstance(cur, bool):
+        want = typ.__name__ if isinstance(typ, type) else "number"
+        raise TaskFileError(f"{path}: field {dotted!r}: expected {want}, got {type(cur).__name__}")
+    return cur
+
+
+def load_harbor_task(folder: str | Path) -> Task:
+    root = Path(folder)
+    meta = _toml(root / "task.toml")
+    instruction = root / "instruction.md"
+    if not instruction.is_file():
+        raise TaskFileError(f"{instruction}: missing (a Harbor task folder needs instruction.md)")
+    if not (root / "tests" / "test.sh").is_file():
+        raise TaskFileError(f"{root / 'tests' / 'test.sh'}: missing (a Harbor task folder needs tests/test.sh)")
+    toml_path = root / "task.toml"
+    diff = _field(meta, toml_path, "metadata.difficulty", str, "medium")
+    timeout = float(_field(meta, toml_path, "verifier.timeout_sec", (int, float), 120.0))
+    agent_timeout = float(_field(meta, toml_path, "agent.timeout_sec", (int, float), 600.0))
+    env = _text_files(root / "environment", skip=("Dockerfile",)) if (root / "environment").is_dir() else {}
+    solve = root / "solution" / "solve.sh"
+    oracle = None
+    if solve.is_file():
+        oracle = dump_plan([{"tool": "shell", "arguments": {"cmd": rewrite_harbor_paths(solve.read_text(encoding="utf-8"))}}, {"answer": "done"}])
+    text = rewrite_harbor_paths(instruction.read_text(encoding="utf-8"))
+    return Task(
+        id=f"harbor-{root.name}", domain="terminal",
+        prompt=(Message("system", "You have a shell in the task directory (tool `shell`). Say 'done' when finished."), Message("user", text)),
+        verifier=Spec("harbor_test", {"tests": _text_files(root / "tests"), "wall_s": timeout}),
+        difficulty=_DIFFICULTY.get(diff, 2.0), environment=Environment(image="host", files=env, tools=("shell",)),
+        limits=Limits(max_steps=50, max_new_tokens=1024, timeout_s=agent_timeout),
+        metadata={"source": "harbor", "folder": str(root), "difficulty_label": diff, "needs_sandbox": True,
+                  "category": _field(meta, toml_path, "metadata.category", str, "")},
+        oracle=oracle,
+    )
+
+
+def load_harbor_tasks(path: str | Path) -> list[Task]:
+    """One task folder, or every immediate subfolder holding a task.toml."""
+    root = Path(path)
+    if not root.is_dir():
+        raise TaskFileError(f"{root}: not a directory of Harbor tasks")
+    if (root / "task.toml").exists():
+        return [load_harbor_task(root)]
+    folders = sorted(p for p in root.iterdir() if (p / "task.toml").is_file())
+    if not folders:
+        raise TaskFileError(f"{root}: no task.toml here or in any subfolder")
+    return [load_harbor_task(p) for p in folders]
