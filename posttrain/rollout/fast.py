@@ -1,0 +1,296 @@
+"""`fast`: the default engine. Our own forward, paged prefix cache, continuous batching.
+
+    eng = FastEngine(model, tokenizer, max_batch=256, speculative="ngram")
+    outs = eng.generate([GenRequest(ids, SamplingParams(temperature=1.0, n=8))])
+    conv = eng.conversation(ids); conv.generate(params); conv.append(tool_ids)  # multi-turn
+
+Each `generate` call runs one scheduling loop: waiting samples are admitted into free
+lanes at every step (a request's n samples prefill their prompt once, fast_prefill.py),
+all running lanes decode together (or speculate, speculative.py), and finished samples
+leave at once (EOS, max tokens, stop string, deadline), their slot refilled the next step.
+Sampling parameters and seeds are per request (sampling.py). Bad requests (prompt longer
+than the context, empty prompt, token ids outside the vocabulary, non-finite sampling
+parameters) come back as a Completion with finish_reason "error", never failing the batch.
+
+Limits: one process, one device; a step is never preempted, so a deadline is honoured at
+step granularity. The KV of a prompt shared across calls is reused only while the
+weights are unchanged (load_weights clears the store). On GPU, `cuda_graphs=True` pads
+the decode batch to buckets and compiles the decode step (torch.compile,
+"reduce-overhead"); it is exercised only by tests marked `gpu`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from posttrain.errors import ConfigError, ModelError
+from posttrain.registry import engine, registry
+from posttrain.rollout.engine import Completion, GenRequest
+from posttrain.rollout.fast_model import FastLM
+from posttrain.rollout.fast_prefill import PrefillStats, prefill
+from posttrain.rollout.fast_seq import Finisher, Seq
+from posttrain.rollout.kv_cache import PagedStore
+from posttrain.rollout.sampling import RowParams, sample
+from posttrain.rollout import speculative as _speculators  # noqa: F401  registers 'ngram', 'draft'
+from posttrain.rollout.weight_sync import SyncReport, WeightSyncError, install
+
+
+@dataclass
+class _Waiting:
+    req: int
+    samples: list[int]  # sample indices not yet admitted
+    deadline: float | None
+
+
+@engine("fast")
+class FastEngine:
+    def __init__(self, model: Any, tokenizer: Any, max_batch: int = 256, max_model_len: int | None = None,
+                 block_size: int = 16, cache_mb: float = 64.0, cache_outputs: bool = True,
+                 speculative: str | None = None, num_draft: int = 4, draft_model: Any = None, ngram_max: int = 3,
+                 device: str | None = None, dtype: str | None = None, cuda_graphs: bool = False,
+                 prefill_tokens: int = 8192, seed: int = 0) -> None:
+        eos = getattr(tokenizer, "eos_token_id", None)
+        if eos is None:
+            raise ModelError("tokenizer has no EOS token (eos_token_id is None): generation could never stop; "
+                             "set tokenizer.eos_token before building the engine")
+        for name, val in (("max_batch", max_batch), ("block_size", block_size), ("num_draft", num_draft),
+                          ("ngram_max", ngram_max), ("prefill_tokens", prefill_tokens)):
+            if not isinstance(val, int) or val < 1:
+                raise ConfigError(f"engine.args.{name} must be an integer >= 1, got {val!r}")
+        tdtype = getattr(torch, dtype) if dtype else None
+        self.lm = FastLM.from_hf(model, tdtype, device)
+        self.tok = tokenizer
+        gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        extra = gen_eos if isinstance(gen_eos, (list, tuple)) else [gen_eos] if gen_eos is not None else []
+        self.finisher = Finisher(tokenizer, {eos, *extra})
+        s = self.lm.shape
+        self.max_len = min(s.max_pos, max_model_len or s.max_pos)
+        self.max_batch, self.prefill_tokens, self.cache_outputs = max_batch, prefill_tokens, cache_outputs
+        per_block = 2 * s.layers * s.kv_heads * block_size * s.head_dim * self.lm.embed.element_size()
+        self.store = PagedStore(s.layers, s.kv_heads, s.head_dim, max(1, int(cache_mb * 2**20 // per_block)),
+                                block_size, self.lm.dtype, self.lm.device)
+        self.spec = None
+        if speculative is not None:
+            self.spec = registry("speculator").get(speculative)(
+                self, num_draft=num_draft, draft_model=draft_model, ngram_max=ngram_max)
+        self.cuda_graphs = cuda_graphs and self.lm.device.type == "cuda"
+        self._graph = None
+        self._rng = random.Random(seed)
+        self.weights_version = 0
+        self.last_sync: SyncReport | None = None
+        self.lanes = None
+        self.active: list[Seq] = []
+        self._rp: RowParams | None = None
+        self.prefill_stats = PrefillStats()
+        self.counters = dict(decode_steps=0, decode_s=0.0, tokens=0, prefill_s=0.0)
+        self._conversations: set[Any] = set()
+
+    # ---- public API -----------------------------------------------------------------------
+    def generate(self, requests: Sequence[GenRequest]) -> list[Completion]:
+        if self.weights_version < 0:
+            raise WeightSyncError("engine weights are invalid after a failed sync; reload them with load_weights")
+        t0 = time.monotonic()
+        done: dict[tuple[int, int], Completion] = {}
+        queue: deque[_Waiting] = deque()
+        for i, r in enumerate(requests):
+            err = self._check(r)
+            if err:
+                for k in range(r.params.n):
+                    done[(i, k)] = Completion(r.id, k, (), (), "", "error", err)
+            else:
+                dl = None if r.deadline_s is None else t0 + r.deadline_s
+                queue.append(_Waiting(i, list(range(r.params.n)), dl))
+        if queue:
+            self._ensure_lanes(requests, queue)
+        self._seeds = {w.req: (requests[w.req].params.seed if requests[w.req].params.seed is not None
+                               else self._rng.getrandbits(62)) for w in queue}
+        while queue or self.active:
+            self._expire(queue, requests, done)
+            self._admit(queue, requests, done)
+            if self.active:
+                self._step(done)
+        return [done[(i, k)] for i, r in enumerate(requests) for k in range(r.params.n)]
+
+    def load_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None = None
+                     ) -> SyncReport:
+        """Install HF-named `state` as `version`, verify every tensor, drop stale KV."""
+        try:
+            rep = install(self.lm.views, state, version, manifest,
+                          tied=("lm_head.weight", "model.embed_tokens.weight") if self.lm.tied else None)
+        except WeightSyncError:
+            self.weights_version = -1  # partially installed: refuse to generate until a full reload
+            raise
+        self.store.clear()
+        for c in list(self._conversations):
+            c._invalidate()
+        self.weights_version = version
+        self.last_sync = rep
+        return rep
+
+    def conversation(self, prompt_ids: Sequence[int] = ()) -> Any:
+        from posttrain.rollout.fast_session import Conversation
+
+        return Conversation(self, prompt_ids)
+
+    def stats(self) -> dict[str, float]:
+        c = dict(self.counters)
+        c["prefix_cache_hit_rate"] = self.prefill_stats.hit_rate
+        c["prompt_tokens"] = self.prefill_stats.prompt_tokens
+        c["prefill_computed_tokens"] = self.prefill_stats.computed_tokens
+        c.update({f"store_{k}": v for k, v in self.store.stats.as_dict().items()})
+        if self.spec is not None:
+            c.update(self.spec.stats())
+        if self.last_sync is not None:
+            c["sync_s"] = self.last_sync.total_s
+        return c
+
+    # ---- validation and setup -------------------------------------------------------------
+    def _check(self, r: GenRequest) -> str:
+        p, n = r.params, len(r.prompt_ids)
+        if n == 0:
+            return "empty prompt: at least one token is needed to condition on"
+        if n >= self.max_len:
+            return f"prompt of {n} tokens does not fit the context of {self.max_len} tokens (needs room for 1 new)"
+        bad = [t for t in r.prompt_ids if not 0 <= t < self.lm.shape.vocab]
+        if bad:
+            return f"prompt token id {bad[0]} is outside the vocabulary [0, {self.lm.shape.vocab})"
+        if not (math.isfinite(p.temperature) and p.temperature >= 0):
+            return f"temperature must be a finite number >= 0, got {p.temperature}"
+        if not (math.isfinite(p.top_p) and 0 < p.top_p <= 1):
+            return f"top_p must be in (0, 1], got {p.top_p}"
+        if p.top_k < 0 or p.max_new_tokens < 1 or p.n < 1:
+            return f"top_k must be >= 0, max_new_tokens >= 1 and n >= 1, got {p.top_k}, {p.max_new_tokens}, {p.n}"
+        if any(not s for s in p.stop):
+            return "stop strings must be non-empty"
+        return ""
+
+    def _ensure_lanes(self, requests: Sequence[GenRequest], queue: deque) -> None:
+        slack = (self.spec.lookahead + 1) if self.spec is not None else 1
+        need_len = max(min(len(requests[w.req].prompt_ids) + requests[w.req].params.max_new_tokens, self.max_len)
+                       for w in queue) + slack
+        need_n = min(self.max_batch, sum(len(w.samples) for w in queue))
+        if self.lanes is None or self.lanes.n < need_n or self.lanes.cap < need_len:
+            n = max(need_n, self.lanes.n if self.lanes else 0)
+            cap = max(need_len, self.lanes.cap if self.lanes else 0)
+            self.lanes = self.lm.new_lanes(n, cap)
+            self._graph = None
+            if self.spec is not None:
+                self.spec.resize(n, cap)
+
+    # ---- scheduling -----------------------------------------------------------------------
+    def _expire(self, queue: deque, requests: Sequence[GenRequest], done: dict) -> None:
+        now = time.monotonic()
+        for w in list(queue):
+            if w.deadline is not None and now >= w.deadline:
+                queue.remove(w)
+                for k in w.samples:
+                    done[(w.req, k)] = Completion(requests[w.req].id, k, (), (), "", "deadline")
+
+    def _admit(self, queue: deque, requests: Sequence[GenRequest], done: dict) -> None:
+        """Move waiting samples into free lanes; prefill each admitted prompt once."""
+        free = self.lanes.n - len(self.active)
+        chunks: list[tuple[_Waiting, list[int]]] = []
+        budget = self.prefill_tokens
+        while queue and free > 0 and (not chunks or budget >= len(requests[queue[0].req].prompt_ids)):
+            w = queue[0]
+            take = w.samples[:free]
+            del w.samples[:free]
+            if not w.samples:
+                queue.popleft()
+            chunks.append((w, take))
+            free -= len(take)
+            budget -= len(requests[w.req].prompt_ids)
+        if not chunks:
+            return
+        t0 = time.perf_counter()
+        row0 = len(self.active)
+        prompts = [tuple(requests[w.req].prompt_ids) for w, _ in chunks]
+        logits = prefill(self.lm, self.lanes, self.store, prompts, [len(t) for _, t in chunks], row0,
+                         self.prefill_stats)  # [R, V]
+        new: list[Seq] = []
+        for (w, take), p in zip(chunks, prompts):
+            r = requests[w.req]
+            for k in take:
+                new.append(Seq(w.req, k, r.id, p, r.params, self._seeds[w.req], w.deadline,
+                               min(r.params.max_new_tokens, self.max_len - len(p)), pos=len(p), draft_pos=len(p)))
+        rows = torch.repeat_interleave(torch.arange(len(chunks)), torch.tensor([len(t) for _, t in chunks]))
+        rp = self._row_params(new)
+        tok, lp = sample(logits[rows.to(logits.device)], rp, torch.tensor([s.pos for s in new], device=logits.device))
+        if self.spec is not None:
+            self.spec.admit(new, row0, prompts, [len(t) for _, t in chunks])
+        self.active.extend(new)
+        self._rp = None
+        self.counters["prefill_s"] += time.perf_counter() - t0
+        self._push([(s, [t], [l]) for s, t, l in zip(new, tok.tolist(), lp.tolist())], done)
+
+    def _step(self, done: dict) -> None:
+        t0 = time.perf_counter()
+        if self.spec is not None:
+            emitted = self.spec.step(self.active)
+        else:
+            emitted = self._decode()
+        self.counters["decode_steps"] += 1
+        self.counters["decode_s"] += time.perf_counter() - t0
+        self._push(emitted, done)
+
+    def _decode(self) -> list[tuple[Seq, list[int], list[float]]]:
+        act = self.active
+        dev = self.lm.device
+        tokens = torch.tensor([s.last for s in act], device=dev)[:, None]  # [n, 1]
+        start = torch.tensor([s.pos for s in act], device=dev)  # [n]
+        if self.cuda_graphs:
+            from posttrain.rollout.fast_cuda import graph_decode
+
+            logits = graph_decode(self, tokens, start)
+        else:
+            logits = self.lm.logits(self.lm.forward(tokens, start, self.lanes)[:, 0])  # [n, V]
+        tok, lp = sample(logits, self.row_params(), start + 1)
+        out = []
+        for s, t, l in zip(act, tok.tolist(), lp.tolist()):
+            s.pos += 1
+            out.append((s, [t], [l]))
+        return out
+
+    def _push(self, emitted: list[tuple[Seq, list[int], list[float]]], done: dict) -> None:
+        """Record emitted tokens; retire finished lanes, compacting the survivors downwards."""
+        now = time.monotonic()
+        finished = []
+        for s, toks, lps in emitted:
+            self.counters["tokens"] += len(toks)
+            if self.finisher.push(s, toks, lps, now):
+                finished.append(s)
+            else:
+                s.last = s.out[-1]
+        if not finished:
+            return
+        index = {id(s): i for i, s in enumerate(self.active)}
+        for i in sorted((index[id(s)] for s in finished), reverse=True):
+            s = self.active[i]
+            if self.cache_outputs:
+                self.store.insert(s.tokens[: s.pos], self.lanes.k, self.lanes.v, i)
+            done[(s.req, s.sample)] = self.finisher.render(s)
+            last = len(self.active) - 1
+            if i != last:
+                self.lanes.move(last, i)
+                if self.spec is not None:
+                    self.spec.move(last, i)
+                self.active[i] = self.active[last]
+            self.active.pop()
+        self._rp = None
+
+    def row_params(self) -> RowParams:
+        if self._rp is None:
+            self._rp = self._row_params(self.active)
+        return self._rp
+
+    def _row_params(self, seqs: list[Seq]) -> RowParams:
+        return RowParams.build([s.params.temperature for s in seqs], [s.params.top_p for s in seqs],
+                               [s.params.top_k for s in seqs], [s.seed for s in seqs], [s.sample for s in seqs],
+                               self.lm.device)

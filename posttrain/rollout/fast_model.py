@@ -1,0 +1,236 @@
+"""The `fast` engine's own transformer forward, built from a Hugging Face causal LM's weights.
+
+`FastLM.from_hf(model)` copies the weights of a Llama, Qwen2 or Mistral-style model into a
+few fused matrices (q|k|v in one, gate|up in one) and runs the forward with plain tensor
+ops: no module tree, no per-layer hooks, no mask/cache objects. On a 2-core CPU the HF
+forward of a 0.5M-parameter model spends most of its time in Python; this one spends it
+in matrix products.
+
+Supported config features: GQA (`num_key_value_heads`), Qwen2's q/k/v biases
+(`attention_bias` or model_type qwen2), `mlp_bias`, `rope_theta` and any rope scaling that
+HF's own rotary module implements (we take cos/sin from it), `rms_norm_eps`,
+`tie_word_embeddings`, explicit `head_dim`. Not supported (rejected at start-up with a
+`ModelError`): other activations than SiLU, sliding-window attention narrower than the
+context, q/k norms (Qwen3, Gemma), MoE.
+
+The KV working set is `Lanes`: per layer a dense [N, kvh, Lcap, D] buffer, one row
+("lane") per running sequence. The engine's block-paged store (kv_cache.py) holds the
+shareable prefixes and copies them into lanes once per admission; see kv_cache.py for why
+decode reads lanes rather than gathering blocks every step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from posttrain.errors import ModelError
+
+SUPPORTED = ("llama", "qwen2", "mistral")
+
+
+@dataclass
+class Shape:
+    vocab: int
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    inter: int
+    eps: float
+    max_pos: int
+
+    @property
+    def group(self) -> int:
+        return self.heads // self.kv_heads
+
+
+def _shape(cfg: Any) -> Shape:
+    mt = getattr(cfg, "model_type", "")
+    if mt not in SUPPORTED:
+        raise ModelError(f"fast engine supports model_type {SUPPORTED}, got {mt!r}; use engine 'hf'")
+    if getattr(cfg, "hidden_act", "silu") != "silu":
+        raise ModelError(f"fast engine supports hidden_act 'silu' only, got {cfg.hidden_act!r}")
+    heads = cfg.num_attention_heads
+    kvh = getattr(cfg, "num_key_value_heads", None) or heads
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    sw = getattr(cfg, "sliding_window", None)
+    if sw and getattr(cfg, "use_sliding_window", mt == "mistral") and sw < cfg.max_position_embeddings:
+        raise ModelError(f"sliding_window={sw} < context {cfg.max_position_embeddings} is not supported by fast")
+    return Shape(cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers, heads, kvh, hd,
+                 cfg.intermediate_size, float(cfg.rms_norm_eps), cfg.max_position_embeddings)
+
+
+class Lanes:
+    """Dense per-sequence KV working set: k[l], v[l] are [N, kvh, Lcap, D]."""
+
+    def __init__(self, shape: Shape, n: int, cap: int, dtype: torch.dtype, device: torch.device) -> None:
+        dims = (n, shape.kv_heads, cap, shape.head_dim)
+        self.k = [torch.zeros(dims, dtype=dtype, device=device) for _ in range(shape.layers)]
+        self.v = [torch.zeros(dims, dtype=dtype, device=device) for _ in range(shape.layers)]
+        self.n, self.cap = n, cap
+
+    def move(self, src: int, dst: int) -> None:
+        """Copy lane `src` into lane `dst` (compaction after a sequence leaves)."""
+        for t in self.k + self.v:
+            t[dst].copy_(t[src])
+
+    def copy_from(self, src: "Lanes", src_rows: torch.Tensor, dst0: int, length: int) -> None:
+        """Lanes dst0..dst0+M get rows `src_rows` ([M] ids) of `src`, first `length` positions."""
+        m = src_rows.numel()
+        for d, s in zip(self.k + self.v, src.k + src.v):
+            d[dst0:dst0 + m, :, :length] = s[src_rows, :, :length]
+
+
+class FastLM:
+    """Weights in fused layout plus the forward. Parameters are views HF names map onto."""
+
+    def __init__(self, shape: Shape, dtype: torch.dtype, device: torch.device, rope: tuple[torch.Tensor, torch.Tensor],
+                 qkv_bias: bool, mlp_bias: bool, o_bias: bool, tied: bool) -> None:
+        s, f = shape, dict(dtype=dtype, device=device)
+        self.shape, self.dtype, self.device, self.tied = s, dtype, device, tied
+        qkv = (s.heads + 2 * s.kv_heads) * s.head_dim
+        self.embed = torch.zeros(s.vocab, s.hidden, **f)
+        self.lm_head = self.embed if tied else torch.zeros(s.vocab, s.hidden, **f)
+        self.final_norm = torch.zeros(s.hidden, **f)
+        self.layers = []
+        for _ in range(s.layers):
+            self.layers.append(dict(
+                in_norm=torch.zeros(s.hidden, **f), post_norm=torch.zeros(s.hidden, **f),
+                wqkv=torch.zeros(qkv, s.hidden, **f), bqkv=torch.zeros(qkv, **f) if qkv_bias else None,
+                wo=torch.zeros(s.hidden, s.heads * s.head_dim, **f), bo=torch.zeros(s.hidden, **f) if o_bias else None,
+                wgu=torch.zeros(2 * s.inter, s.hidden, **f), bgu=torch.zeros(2 * s.inter, **f) if mlp_bias else None,
+                wd=torch.zeros(s.hidden, s.inter, **f), bd=torch.zeros(s.hidden, **f) if mlp_bias else None))
+        self.cos, self.sin = rope  # [max_pos, D] each, HF's own values
+        self.views = self._hf_views(qkv_bias, mlp_bias, o_bias)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_hf(cls, model: Any, dtype: torch.dtype | None = None, device: Any = None) -> "FastLM":
+        cfg = model.config
+        s = _shape(cfg)
+        p0 = next(model.parameters())
+        dtype = dtype or p0.dtype
+        device = torch.device(device) if device is not None else p0.device
+        names = dict(model.named_parameters())
+        qkv_bias = "model.layers.0.self_attn.q_proj.bias" in names
+        o_bias = "model.layers.0.self_attn.o_proj.bias" in names
+        mlp_bias = "model.layers.0.mlp.gate_proj.bias" in names
+        tied = bool(getattr(cfg, "tie_word_embeddings", False)) or "lm_head.weight" not in names
+        rope = _rope_table(model, s, device)
+        lm = cls(s, dtype, device, rope, qkv_bias, mlp_bias, o_bias, tied)
+        state = model.state_dict()
+        with torch.no_grad():
+            for name, view in lm.views.items():
+                view.copy_(state[name])
+        return lm
+
+    def _hf_views(self, qkv_bias: bool, mlp_bias: bool, o_bias: bool) -> dict[str, torch.Tensor]:
+        """HF parameter name -> the slice of our fused tensors that holds it."""
+        s = self.shape
+        q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
+        v = {"model.embed_tokens.weight": self.embed, "model.norm.weight": self.final_norm}
+        if not self.tied:
+            v["lm_head.weight"] = self.lm_head
+        for i, L in enumerate(self.layers):
+            p = f"model.layers.{i}."
+            v[p + "input_layernorm.weight"] = L["in_norm"]
+            v[p + "post_attention_layernorm.weight"] = L["post_norm"]
+            for nm, a, b in (("q", 0, q), ("k", q, q + kv), ("v", q + kv, q + 2 * kv)):
+                v[p + f"self_attn.{nm}_proj.weight"] = L["wqkv"][a:b]
+                if qkv_bias:
+                    v[p + f"self_attn.{nm}_proj.bias"] = L["bqkv"][a:b]
+            v[p + "self_attn.o_proj.weight"] = L["wo"]
+            if o_bias:
+                v[p + "self_attn.o_proj.bias"] = L["bo"]
+            v[p + "mlp.gate_proj.weight"] = L["wgu"][: s.inter]
+            v[p + "mlp.up_proj.weight"] = L["wgu"][s.inter:]
+            v[p + "mlp.down_proj.weight"] = L["wd"]
+            if mlp_bias:
+                v[p + "mlp.gate_proj.bias"] = L["bgu"][: s.inter]
+                v[p + "mlp.up_proj.bias"] = L["bgu"][s.inter:]
+                v[p + "mlp.down_proj.bias"] = L["bd"]
+        return v
+
+    def new_lanes(self, n: int, cap: int) -> Lanes:
+        return Lanes(self.shape, n, cap, self.dtype, self.device)
+
+    # ---- forward ------------------------------------------------------------------------
+    def forward(self, tokens: torch.Tensor, start: torch.Tensor, lanes: Lanes, row0: int = 0) -> torch.Tensor:
+        """Hidden states [B, T, hidden] for `tokens` [B, T] at positions start[b] + t.
+
+        Row b reads and writes lane row0 + b; its keys at positions <= start[b] + t are
+        visible to query t (causal). Padding queries past a row's real tokens write KV
+        past its length, which later writes overwrite and masks never expose.
+        """
+        s = self.shape
+        B, T = tokens.shape
+        pos = start[:, None] + torch.arange(T, device=tokens.device)  # [B, T]
+        Lm = int(start.max()) + T
+        rpos = pos.clamp(max=self.cos.shape[0] - 1)  # padding queries may run past the table
+        cos, sin = self.cos[rpos][:, :, None], self.sin[rpos][:, :, None]  # [B, T, 1, D]
+        visible = torch.arange(Lm, device=tokens.device) <= pos[..., None]  # [B, T, Lm]
+        mask = visible[:, None] if T == 1 else visible[:, None, None].expand(B, 1, s.group, T, Lm).reshape(B, 1, s.group * T, Lm)
+        rows = torch.arange(row0, row0 + B, device=tokens.device)[:, None].expand(B, T)  # [B, T]
+        x = self.embed[tokens]  # [B, T, H]
+        for li, L in enumerate(self.layers):
+            h = _rms(x, L["in_norm"], s.eps)
+            h = self._attention(h, L, lanes.k[li], lanes.v[li], rows, pos, cos, sin, mask, row0, Lm)
+            x = x + h
+            h = _rms(x, L["post_norm"], s.eps)
+            gu = torch.nn.functional.linear(h, L["wgu"], L["bgu"])  # [B, T, 2I]
+            g, u = gu.split(s.inter, dim=-1)
+            x = x + torch.nn.functional.linear(torch.nn.functional.silu(g) * u, L["wd"], L["bd"])
+        return _rms(x, self.final_norm, s.eps)
+
+    def _attention(self, h: torch.Tensor, L: dict, kc: torch.Tensor, vc: torch.Tensor, rows: torch.Tensor,
+                   pos: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor, row0: int,
+                   Lm: int) -> torch.Tensor:
+        s = self.shape
+        B, T, _ = h.shape
+        D, kvh, g = s.head_dim, s.kv_heads, s.group
+        qkv = torch.nn.functional.linear(h, L["wqkv"], L["bqkv"])  # [B, T, (H + 2kvh) D]
+        q, k, v = qkv.split((s.heads * D, kvh * D, kvh * D), dim=-1)
+        q = _rotate(q.view(B, T, s.heads, D), cos, sin)  # [B, T, H, D]
+        k = _rotate(k.view(B, T, kvh, D), cos, sin)  # [B, T, kvh, D]
+        kc[rows, :, pos] = k  # lane write: [B, T] index pairs <- [B, T, kvh, D]
+        vc[rows, :, pos] = v.view(B, T, kvh, D)
+        K, V = kc[row0:row0 + B, :, :Lm], vc[row0:row0 + B, :, :Lm]  # [B, kvh, Lm, D] views
+        q = q.view(B, T, kvh, g, D).permute(0, 2, 3, 1, 4).reshape(B, kvh, g * T, D)  # rows (g, t)
+        att = torch.matmul(q, K.transpose(-1, -2)) * (D ** -0.5)  # [B, kvh, gT, Lm]
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        o = torch.matmul(att, V)  # [B, kvh, gT, D]
+        o = o.view(B, kvh, g, T, D).permute(0, 3, 1, 2, 4).reshape(B, T, s.heads * D)
+        return torch.nn.functional.linear(o, L["wo"], L["bo"])
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[..., hidden] -> fp32 logits [..., V]."""
+        return torch.nn.functional.linear(hidden, self.lm_head).float()
+
+
+def _rms(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    """HF LlamaRMSNorm: normalise in fp32, cast back, then scale."""
+    xf = x.float()
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return w * xf.to(x.dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """HF apply_rotary_pos_emb on [B, T, heads, D] with cos/sin [B, T, 1, D]."""
+    half = x.shape[-1] // 2
+    rot = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rot * sin
+
+
+def _rope_table(model: Any, s: Shape, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin [max_pos, D] from the model's own rotary module (honours rope_theta/scaling)."""
+    rot = model.model.rotary_emb
+    dtype = next(model.parameters()).dtype
+    x = torch.zeros(1, 1, s.head_dim, dtype=dtype, device=device)
+    ids = torch.arange(s.max_pos, device=device)[None]
+    with torch.no_grad():
+        cos, sin = rot(x, ids)
+    return cos[0].to(device), sin[0].to(device)
