@@ -1,0 +1,111 @@
+"""`posttrain tasks ...`: list, generate, validate, import and soundness-check task domains."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+tasks_app = typer.Typer(help="Task domains: list, generate, validate, import, soundness check.", no_args_is_help=True)
+
+
+def _domains(names: list[str]) -> list[str]:
+    from posttrain.registry import registry
+
+    known = registry("domain").names()
+    if names in ([], ["all"]):
+        return known
+    from posttrain.errors import ConfigError
+
+    for n in names:
+        if n not in known:
+            raise ConfigError(f"unknown domain {n!r}; known: {', '.join(known)}")
+    return names
+
+
+@tasks_app.command("list")
+def list_domains() -> None:
+    """Print the registered domains."""
+    for name in _domains([]):
+        typer.echo(name)
+
+
+@tasks_app.command("check")
+def check(
+    domains: List[str] = typer.Argument(None, help="Domain names, or 'all' (default)."),
+    n: int = typer.Option(200, "--n", min=1, help="Tasks per domain."),
+    repeats: int = typer.Option(5, "--repeats", min=1, help="Scores per (task, mode), for the flake rate."),
+    seed: int = typer.Option(0, "--seed"),
+    difficulty: float = typer.Option(1.0, "--difficulty"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per domain."),
+) -> None:
+    """Oracle must score 1.0, empty 0, wrong < 1, with flake rate 0. Exit 1 if any domain is unsound."""
+    import asyncio
+
+    from posttrain.sandbox import default_sandbox
+    from posttrain.tasks.check import check_domain
+
+    unsound = []
+    for name in _domains(domains or []):
+        report = asyncio.run(check_domain(name, n, repeats, seed, difficulty, sandbox=default_sandbox()))
+        if as_json:
+            typer.echo(json.dumps({k: v for k, v in report.as_json().items() if k != "failures"}))
+        else:
+            typer.echo(f"{name:<12} n={report.n:<4} oracle={report.oracle_pass_rate:.3f} empty={report.empty_pass_rate:.3f} "
+                       f"wrong={report.wrong_pass_rate:.3f} flake={report.flake_rate:.3f} infra={report.infra_error_rate:.3f} "
+                       f"{'ok' if report.sound else 'UNSOUND'}")
+            for f in report.failures:
+                typer.echo(f"  {f}")
+        if not report.sound:
+            unsound.append(name)
+    if unsound:
+        raise typer.Exit(1)
+
+
+@tasks_app.command("generate")
+def generate(domain: str, out: Path = typer.Option(..., "--out", help=".jsonl or .yaml"), n: int = typer.Option(100, "--n", min=1),
+             seed: int = typer.Option(0, "--seed"), difficulty: float = typer.Option(1.0, "--difficulty")) -> None:
+    """Write `n` seeded tasks of DOMAIN to a task file."""
+    from posttrain.tasks import generate_domain
+    from posttrain.tasks.io import save_tasks
+
+    _domains([domain])
+    typer.echo(str(save_tasks(generate_domain(domain, n, seed, difficulty), out)))
+
+
+@tasks_app.command("validate")
+def validate(path: Path) -> None:
+    """Load a task file; print the task count, or the first error (file, line, field)."""
+    from posttrain.tasks.io import load_tasks
+
+    typer.echo(f"{path}: {len(load_tasks(path))} tasks ok")
+
+
+@tasks_app.command("import")
+def import_tasks(path: Path, out: Path = typer.Option(..., "--out", help=".jsonl or .yaml"),
+                 fmt: str = typer.Option("auto", "--format", help="harbor | rows | auto (folder -> harbor, file -> rows)"),
+                 verifier: Optional[str] = typer.Option(None, "--verifier", help="rows: force a verifier name")) -> None:
+    """Import Harbor/Terminal-Bench task folders or TRL/verl JSONL rows into a task file."""
+    from posttrain.errors import ConfigError
+    from posttrain.tasks.io import save_tasks
+
+    if fmt == "auto":
+        fmt = "harbor" if path.is_dir() else "rows"
+    if fmt == "harbor":
+        from posttrain.tasks.harbor import load_harbor_tasks
+
+        tasks = load_harbor_tasks(path)
+    elif fmt == "rows":
+        from posttrain.tasks.trl_rows import load_trl_rows
+
+        tasks = load_trl_rows(path, verifier=verifier)
+    else:
+        raise ConfigError(f"--format {fmt!r}: expected harbor, rows or auto")
+    save_tasks(tasks, out)
+    typer.echo(f"{out}: {len(tasks)} tasks")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(tasks_app, name="tasks")
