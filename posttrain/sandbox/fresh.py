@@ -56,9 +56,12 @@ async def _run(cmd, stdin, limits, image, ws, cg, before, read_files) -> ExecRes
     memory_by_cg = cg is not None and cg.has("memory")
     pids_by_cg = cg is not None and cg.has("pids")
     t0 = time.perf_counter()
+    table = lim.rlimits(limits, memory_by_cg, pids_by_cg)
+    inside = os.path.exists("/usr/bin/prlimit")
+    full = [*lim.prlimit_prefix(table), *cmd] if inside else list(cmd)
     launched = launch(
-        lambda extra: bwrap_argv(cmd, ws.path, fixed_env(image.pythonpath), image.binds(), extra=extra),
-        (in_r, out_w, err_w), cg, lim.rlimits(limits, memory_by_cg, pids_by_cg),
+        lambda extra: bwrap_argv(full, ws.path, fixed_env(image.pythonpath), image.binds(), extra=extra),
+        (in_r, out_w, err_w), cg, None if inside else table,
     )  # fmt: skip
     proc = launched.proc
     out = Outcome()

@@ -47,6 +47,19 @@ def rlimits(limits: ExecLimits, memory_by_cgroup: bool, pids_by_cgroup: bool) ->
     return out
 
 
+_PRLIMIT_FLAGS = {
+    resource.RLIMIT_CPU: "--cpu", resource.RLIMIT_FSIZE: "--fsize", resource.RLIMIT_NOFILE: "--nofile",
+    resource.RLIMIT_CORE: "--core", resource.RLIMIT_AS: "--as", resource.RLIMIT_NPROC: "--nproc",
+}  # fmt: skip
+
+
+def prlimit_prefix(table: dict[int, int]) -> list[str]:
+    """`prlimit --cpu=N:N … --` run inside the sandbox: lowering one's own limits needs no
+    privilege, whereas setting another uid's limits from the host needs CAP_SYS_RESOURCE,
+    which container roots often lack."""
+    return ["/usr/bin/prlimit", *(f"{_PRLIMIT_FLAGS[k]}={v}:{v}" for k, v in table.items()), "--"]
+
+
 def apply_prlimits(pid: int, table: dict[int, int]) -> None:
     """Lower the limits of another (blocked, not yet exec'd) process."""
     for res, val in table.items():

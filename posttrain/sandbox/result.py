@@ -9,6 +9,10 @@ from typing import Sequence
 from posttrain.types import ExecLimits, ExecResult, FileChange
 
 
+# How each launcher reports a failed execve of the requested command.
+_EXEC_FAILED = ("bwrap: execvp", "prlimit: failed to execute", "posttrain-sandbox: execvp")
+
+
 @dataclass
 class Outcome:
     exit_code: int | None = None  # subprocess convention: negative = killed by that signal
@@ -51,9 +55,10 @@ def finish(out: Outcome, so, se, limits: ExecLimits, digest: str, changes: tuple
         status = "ok"
     else:
         status = "nonzero_exit"
-        if exit_code == 1 and stderr.startswith("bwrap: execvp"):
+        first = stderr.split("\n", 1)[0]
+        if exit_code in (1, 126, 127) and first.startswith(_EXEC_FAILED):
             exit_code = 127
-            error = f"command {cmd[0]!r} not found or not executable: {stderr.strip()[len('bwrap: ') :]}"
+            error = f"command {cmd[0]!r} not found or not executable in the image ({first.rsplit(': ', 1)[-1]})"
         elif stderr.startswith("bwrap:") and not error:
             status = "sandbox_error"
             error = stderr.strip().splitlines()[0]

@@ -203,9 +203,7 @@ class Zygote:
         if self.cg is not None and len(self.cg.procs()) > _ZYGOTE_PROCS:
             self.dead = True  # a process outlived its execution: never reuse this slot
         r = finish(out, so, se, limits, self.image.digest, diff(before, after), files, cmd)
-        if r.status == "nonzero_exit" and r.exit_code == 127 and r.stderr.startswith("posttrain-sandbox: execvp"):
-            r = type(r)(**{**r.__dict__, "error": f"command {cmd[0]!r} not found or not executable in image"})
-        elif out.error and r.status == "nonzero_exit":
+        if out.error and r.status == "nonzero_exit":
             r = type(r)(**{**r.__dict__, "status": "sandbox_error"})
         return r
 

@@ -1,36 +1,84 @@
-"""Shared fixtures: one pool per test module, and a `run` helper for sync tests."""
+"""Shared fixtures: one event loop and one pool per mode for the whole sandbox test session.
+
+`exec_` is parametrised over both execution modes, so every adversarial property is
+checked for warm (pooled zygote) and fresh-bwrap executions alike.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
 from posttrain.sandbox import SandboxPool
+from posttrain.sandbox.runtime import SANDBOX_HOST_ID
+
+
+@pytest.fixture(scope="session")
+def runner():
+    with asyncio.Runner() as r:
+        yield r
+
+
+@pytest.fixture(scope="session")
+def pools(runner):
+    made: dict[str, SandboxPool] = {}
+
+    def get(mode: str) -> SandboxPool:
+        if mode not in made:
+            made[mode] = SandboxPool(concurrency=2, mode=mode)
+        return made[mode]
+
+    yield get
+    for p in made.values():
+        runner.run(p.close())
 
 
 @pytest.fixture()
-def run():
-    """run(coro_fn) -> result, each test on its own event loop."""
+def run(runner):
+    """run(async_fn, *args) on the shared loop."""
 
     def _run(fn, *args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
+        return runner.run(fn(*args, **kwargs))
 
     return _run
 
 
+@pytest.fixture(params=["pooled", "fresh"])
+def mode(request):
+    return request.param
+
+
 @pytest.fixture()
-def exec_(run):
-    """exec_(cmd, **kw) -> ExecResult from a fresh pool, closed afterwards."""
+def exec_(runner, pools, mode):
+    """exec_(cmd, **kw) -> ExecResult in the parametrised mode."""
 
     def _exec(cmd, **kw):
-        async def go():
-            pool = SandboxPool(concurrency=2, mode=kw.pop("mode", "auto"))
-            try:
-                return await pool.exec(cmd, **kw)
-            finally:
-                await pool.close()
-
-        return run(go)
+        return runner.run(pools(mode).exec(cmd, **kw))
 
     return _exec
+
+
+@pytest.fixture()
+def py(exec_):
+    """py(src, **kw): run a Python program saved as main.py."""
+
+    def _py(src, **kw):
+        files = {"main.py": src, **kw.pop("files", {})}
+        return exec_(["python3", "main.py"], files=files, **kw)
+
+    return _py
+
+
+def sandbox_uid_processes() -> list[int]:
+    """Host pids running as the sandbox uid (what a leak would leave behind)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.stat(f"/proc/{d}").st_uid == SANDBOX_HOST_ID:
+                    out.append(int(d))
+            except OSError:
+                pass
+    return out
