@@ -35,5 +35,76 @@ def compare_cmd(
         raise typer.Exit(1)
 
 
+def eval_cmd(
+    out: Path = typer.Option(..., "--out", help="Run directory for samples.jsonl and summary.json (resumable)."),
+    model: Optional[str] = typer.Option(None, "--model", help="HF model directory or training run (newest checkpoint)."),
+    suite: str = typer.Option("regression", "--suite", help="Built-in suite name or suite YAML path."),
+    epochs: Optional[int] = typer.Option(None, help="Samples per task (default: the suite's)."),
+    temperature: Optional[float] = typer.Option(None, help="Sampling temperature (default: the suite's)."),
+    engine: str = typer.Option("auto", help="Generation engine (auto: fast if available, else hf)."),
+    generation: Optional[int] = typer.Option(None, "--generation-concurrency", help="Max samples per engine call."),
+    sandboxes: Optional[int] = typer.Option(None, "--sandbox-concurrency", help="Max verifier calls in flight."),
+    reverify: int = typer.Option(0, help="Re-score stored outputs N times and report verifier flake rates."),
+    cache: Optional[Path] = typer.Option(None, help="Generation cache file (default ~/.cache/posttrain/generations.sqlite)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the generation cache."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+) -> None:
+    """Evaluate a model on a suite; rerun with the same --out to resume an interrupted run."""
+    import asyncio
+
+    from posttrain.eval.cache import default_cache_path
+    from posttrain.eval.modelref import resolve_model
+    from posttrain.eval.records import SAMPLES_FILE, EvalError
+    from posttrain.eval.reverify import reverify_run
+    from posttrain.eval.runner import EvalOptions, evaluate
+    from posttrain.eval.suite import load_suite
+    from posttrain.eval.summary import summary_markdown
+
+    if model is None and not (reverify and (out / SAMPLES_FILE).exists()):
+        raise EvalError("--model is required (only `--reverify N` on an existing --out can omit it)")
+    summary = None
+    if model is not None:
+        ref, s = resolve_model(model), load_suite(suite)
+        opts = EvalOptions(epochs=epochs, temperature=temperature, engine=engine, generation=generation,
+                           sandboxes=sandboxes, cache=None if no_cache else (cache or default_cache_path()),
+                           progress=None if as_json else _progress)
+        summary = asyncio.run(_with_sandbox(lambda sb: evaluate(ref, s, out, opts, sb), sandboxes or 2))
+    flakes = asyncio.run(_with_sandbox(lambda sb: reverify_run(out, reverify, sb), sandboxes or 2)) if reverify else None
+    if as_json:
+        print(json.dumps({"summary": summary, "reverify": flakes}, default=str))
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    con = Console()
+    if summary is not None:
+        con.print(Markdown(summary_markdown(summary, f"{summary['run']['suite']} on {summary['run']['model']}")))
+        t = summary["timing"]
+        con.print(f"wall {t['wall_s']:.1f}s: engine startup {t['engine_startup_s']:.1f}s, generation {t['generation_s']:.1f}s, verification "
+                  f"{t['verification_s']:.1f}s, harness {t['harness_s']:.1f}s ({t['harness_frac']:.1%}); "
+                  f"{summary['run']['samples_new']} new, {summary['run']['samples_resumed']} resumed samples -> {out}")
+    if flakes is not None:
+        worst = sorted(flakes["tasks"].items(), key=lambda kv: -kv[1]["flake_rate"])[:10]
+        con.print(f"reverify x{flakes['n']}: flake rate {flakes['flake_rate']:.1%} over {flakes['samples']} samples; "
+                  + ", ".join(f"{k} {v['flake_rate']:.0%}" for k, v in worst if v["flaky"]))
+
+
+def _progress(done: int, total: int) -> None:
+    import sys
+
+    print(f"\r  {done}/{total} samples", end="\n" if done >= total else "", file=sys.stderr, flush=True)
+
+
+async def _with_sandbox(fn, concurrency: int):
+    from posttrain.sandbox import SandboxPool
+
+    pool = SandboxPool(concurrency=concurrency)
+    try:
+        return await fn(pool)
+    finally:
+        await pool.close()
+
+
 def register(app: typer.Typer) -> None:
+    app.command("eval")(eval_cmd)
     app.command("compare")(compare_cmd)

@@ -1,0 +1,272 @@
+"""Run a suite against a model: generate, verify, record every sample, resume where it stopped.
+
+    ref = resolve_model("runs/rl-1")
+    result = asyncio.run(evaluate(ref, load_suite("regression"), Path("runs/eval-x"), EvalOptions(epochs=5)))
+
+Pipeline: pending (task, epoch) samples are cut into generation batches of at most
+`generation` samples (one engine call each, on a worker thread so the event loop keeps
+verifying); each generated batch is verified with at most `sandboxes` verifier calls in
+flight, and its records are appended and fsync'd before the batch counts as done. So an
+interrupted run loses at most the batches in flight, and a rerun with the same `--out`
+redoes only samples without a record. Generations are cached by (model hash, prompt,
+sampling, seed, epoch) across runs.
+
+Timing: wall time is split into engine startup (importing torch/transformers, loading the
+weights, building the engine: the cost of generation with any harness), generation
+(engine calls), verification (verifier calls) and harness overhead = wall minus startup
+minus the union of generation and verification intervals (planning, prompt encoding,
+the cache, bookkeeping, writing and fsyncing records, the summary).
+
+Limits: single-turn tasks only (a task with max_steps > 1 is recorded as an infra error
+at the engine boundary rather than silently scored as a one-shot answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from posttrain.eval.cache import GenerationCache, cache_key
+from posttrain.eval.modelref import ModelRef
+from posttrain.eval.records import (META_FILE, SAMPLES_FILE, SUMMARY_FILE, EvalError, RecordFile, SampleRecord,
+                                    read_json, write_json_atomic)
+from posttrain.eval.suite import Suite
+from posttrain.eval.summary import summarize
+from posttrain.eval.trajio import trajectory_to_dict
+from posttrain.types import Task, Trajectory, TrajError, content_hash
+
+
+@dataclass
+class EvalOptions:
+    epochs: int | None = None  # None -> the suite's
+    temperature: float | None = None  # None -> the suite's
+    engine: str = "auto"  # "auto" -> "fast" when registered, else the reference "hf"
+    generation: int | None = None  # max samples per engine call; None -> suite, else 256
+    sandboxes: int | None = None  # max verifier calls in flight; None -> suite, else 2
+    cache: Path | None = None  # generation cache file; None disables it
+    retries: int = 2  # verifier infra-error retries
+    progress: Callable[[int, int], None] | None = None
+
+
+@dataclass
+class Timer:
+    """Busy intervals of generation and verification, for the overhead split."""
+
+    gen: list[tuple[float, float]] = field(default_factory=list)
+    verify: list[tuple[float, float]] = field(default_factory=list)
+
+    @staticmethod
+    def union(spans: Sequence[tuple[float, float]]) -> float:
+        total, end = 0.0, float("-inf")
+        for s, e in sorted(spans):
+            if e > end:
+                total += e - max(s, end)
+                end = e
+        return total
+
+
+def sampling_of(suite: Suite, opts: EvalOptions) -> dict[str, Any]:
+    s = {"temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 32, **suite.sampling}
+    if opts.temperature is not None:
+        s["temperature"] = opts.temperature
+    return s
+
+
+def _sample_seed(suite_seed: int, epoch: int) -> int:
+    return int(hashlib.sha256(f"{suite_seed}:{epoch}".encode()).hexdigest()[:8], 16)
+
+
+def _open_run(out: Path, suite: Suite, ref: ModelRef, sampling: dict[str, Any], engine: str) -> dict[str, Any]:
+    """Write meta.json, or check that an existing run is the same model, tasks and sampling."""
+    identity = {"model_hash": ref.hash, "tasks_hash": content_hash(sorted(t.version for t in suite.tasks)),
+                "sampling": sampling, "suite_seed": suite.seed}
+    meta = {"suite": suite.name, "suite_path": str(suite.path), "model": str(ref.path),
+            "source_run": str(ref.source_run) if ref.source_run else None, "engine": engine, **identity}
+    path = out / META_FILE
+    if path.exists():
+        old = read_json(path, "run metadata")
+        diff = [k for k in identity if old.get(k) != identity[k]]
+        if diff:
+            raise EvalError(f"{out} holds an evaluation with a different {', '.join(diff)}; "
+                            f"use a new --out to evaluate this model/suite")
+        return {**old, **meta}
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, {**meta, "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    return meta
+
+
+def _tokens(traj: Trajectory) -> int:
+    return sum(len(t.token_ids) for t in traj.turns if t.role == "assistant")
+
+
+def to_record(task: Task, epoch: int, seed: int, traj: Trajectory, verify_s: float, cached: bool) -> SampleRecord:
+    v = traj.verify
+    infra = traj.infra_error or (traj.error is not None and traj.error.boundary in ("engine", "sandbox", "verifier"))
+    gen_s = 0.0 if cached else float(traj.timings.get("generate_s", 0.0))
+    return SampleRecord(
+        task_id=task.id, task_version=task.version, domain=task.domain, epoch=epoch, seed=seed,
+        prompt="\n".join(f"{m.role}: {m.content}" for m in task.prompt), completion=traj.completion_text,
+        score=0.0 if infra or v is None else v.score, passed=bool(v and v.passed and not infra),
+        status="infra_error" if infra else "ok", details=dict(v.details) if v else {},
+        reason=v.reason if v else "", steps=traj.num_steps, tokens=_tokens(traj),
+        wall_s=gen_s + verify_s, gen_s=gen_s, verify_s=verify_s,
+        error={"boundary": traj.error.boundary, "message": traj.error.message} if traj.error else None,
+        cached=cached, trajectory=trajectory_to_dict(traj))
+
+
+@dataclass
+class _Job:
+    task: Task
+    epoch: int
+    seed: int
+    key: str  # generation-cache key
+    prompt_ids: tuple[int, ...] = ()
+
+
+class _Run:
+    """One evaluation's moving parts: engine, verifier runner, record file, cache, timers."""
+
+    def __init__(self, engine: Any, tok: Any, verifier: Any, records: RecordFile, cache: GenerationCache | None,
+                 sampling: dict[str, Any], total: int, progress: Callable[[int, int], None] | None) -> None:
+        self.engine, self.tok, self.verifier, self.records, self.cache = engine, tok, verifier, records, cache
+        self.sampling, self.total, self.progress = sampling, total, progress
+        self.timer = Timer()
+        self.done = 0
+
+    def _generate_sync(self, jobs: list[_Job], seed: int) -> list[Trajectory]:
+        from posttrain.rollout.engine import SamplingParams
+        from posttrain.rollout.single_turn import rollout_single_turn
+
+        params = SamplingParams(**self.sampling, seed=seed, n=1)
+        return asyncio.run(rollout_single_turn(self.engine, self.tok, [j.task for j in jobs], params))
+
+    async def generate(self, jobs: list[_Job]) -> list[Trajectory]:
+        seed = int(hashlib.sha256("".join(j.key for j in jobs).encode()).hexdigest()[:8], 16)
+        t0 = time.perf_counter()
+        try:
+            trajs = await asyncio.to_thread(self._generate_sync, jobs, seed)
+        except Exception as e:  # one bad batch is data, not a crash: every sample records it
+            trajs = [_failed(j.task, "engine", f"{type(e).__name__}: {e}") for j in jobs]
+        self.timer.gen.append((t0, time.perf_counter()))
+        if self.cache is not None:
+            self.cache.put_many((j.key, t) for j, t in zip(jobs, trajs) if t.error is None)
+        return trajs
+
+    async def verify_and_record(self, jobs: list[_Job], trajs: list[Trajectory], cached: bool) -> None:
+        async def one(job: _Job, traj: Trajectory) -> SampleRecord:
+            t0 = time.perf_counter()
+            done = await self.verifier.verify_one(job.task, traj)
+            t1 = time.perf_counter()
+            self.timer.verify.append((t0, t1))
+            return to_record(job.task, job.epoch, job.seed, done, t1 - t0, cached)
+
+        recs = await asyncio.gather(*(one(j, t) for j, t in zip(jobs, trajs)))
+        self.records.append(recs)
+        self.done += len(recs)
+        if self.progress:
+            self.progress(self.done, self.total)
+
+
+def _failed(task: Task, boundary: str, message: str) -> Trajectory:
+    return Trajectory(task.id, task.version, task.domain, (), (), error=TrajError(boundary, message))  # type: ignore[arg-type]
+
+
+def _plan(suite: Suite, epochs: int, done: dict[str, SampleRecord]) -> list[_Job]:
+    from posttrain.eval.records import sample_key
+
+    return [_Job(t, e, _sample_seed(suite.seed, e), "") for e in range(epochs) for t in suite.tasks
+            if sample_key(t.id, t.version, e) not in done]
+
+
+async def _pipeline(run: _Run, jobs: list[_Job], cached: dict[str, Trajectory], batch: int) -> None:
+    """Generate batch i+1 on a thread while batch i is verified; at most 2 batches wait."""
+    inflight: set[asyncio.Task[None]] = set()
+
+    async def drain(limit: int) -> None:
+        nonlocal inflight
+        while len(inflight) > limit:
+            finished, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+            for f in finished:
+                f.result()  # a failure to write records is fatal: re-raise it
+
+    hits = [j for j in jobs if j.key in cached]
+    if hits:
+        inflight.add(asyncio.create_task(run.verify_and_record(hits, [cached[j.key] for j in hits], True)))
+    multi = [j for j in jobs if j.key not in cached and j.task.limits.max_steps > 1]
+    if multi:
+        msg = "multi-step task: this evaluator runs single-turn tasks only"
+        inflight.add(asyncio.create_task(run.verify_and_record(multi, [_failed(j.task, "engine", msg) for j in multi],
+                                                               False)))
+    todo = [j for j in jobs if j.key not in cached and j.task.limits.max_steps <= 1]
+    for i in range(0, len(todo), batch):
+        chunk = todo[i:i + batch]
+        trajs = await run.generate(chunk)
+        inflight.add(asyncio.create_task(run.verify_and_record(chunk, trajs, False)))
+        await drain(2)
+    await drain(0)
+
+
+def _build(ref: ModelRef, engine: str, batch: int) -> tuple[Any, Any]:
+    from posttrain.models import load_policy
+    from posttrain.rollout import make_engine
+
+    from posttrain.registry import registry
+
+    if engine == "auto":
+        engine = "fast" if "fast" in registry("engine").names() else "hf"
+    model, tok = load_policy(ref.path)
+    return make_engine(engine, model, tok, max_batch=batch), tok
+
+
+async def evaluate(ref: ModelRef, suite: Suite, out: Path, opts: EvalOptions, sandbox: Any = None) -> dict[str, Any]:
+    """Run (or resume) `suite` on `ref` into `out`; returns the summary written to summary.json."""
+    from posttrain.verifiers.run import VerifierRunner
+
+    t_start = time.perf_counter()
+    epochs = opts.epochs or suite.epochs
+    if epochs < 1:
+        raise EvalError(f"--epochs must be >= 1, got {epochs}")
+    sampling = sampling_of(suite, opts)
+    batch = max(1, opts.generation or suite.concurrency.get("generation", 256))
+    sandboxes = max(1, opts.sandboxes or suite.concurrency.get("sandboxes", 2))
+    meta = _open_run(out, suite, ref, sampling, opts.engine)
+    records = RecordFile(out / SAMPLES_FILE)
+    jobs = _plan(suite, epochs, records.load())
+    resumed = epochs * len(suite.tasks) - len(jobs)
+    timer, cache_stats, startup = Timer(), {"hits": 0, "misses": 0}, 0.0
+    if jobs:
+        t0 = time.perf_counter()  # importing posttrain.rollout pulls in torch: engine startup
+        from posttrain.rollout.prompting import encode_prompt
+
+        engine, tok = _build(ref, opts.engine, batch)
+        startup = time.perf_counter() - t0
+        for j in jobs:
+            j.prompt_ids = encode_prompt(tok, j.task.prompt)
+            j.key = cache_key(ref.hash, j.prompt_ids, sampling, j.seed, j.epoch)
+        cache = GenerationCache(opts.cache) if opts.cache else None
+        cached = cache.get_many([j.key for j in jobs]) if cache else {}
+        verifier = VerifierRunner(sandbox, concurrency=sandboxes, retries=opts.retries)
+        run = _Run(engine, tok, verifier, records, cache, sampling, len(jobs), opts.progress)
+        try:
+            await _pipeline(run, jobs, cached, batch)
+        finally:
+            if cache:
+                cache_stats = {"hits": cache.hits, "misses": cache.misses}
+                cache.close()
+        timer = run.timer
+    summary = summarize(records.load().values(), epochs)
+    wall = time.perf_counter() - t_start
+    busy = Timer.union(timer.gen + timer.verify)
+    summary["run"] = {**meta, "epochs": epochs, "samples_new": len(jobs), "samples_resumed": resumed,
+                      "cache": cache_stats, "concurrency": {"generation": batch, "sandboxes": sandboxes}}
+    harness = wall - busy - startup
+    summary["timing"] = {"wall_s": wall, "engine_startup_s": startup, "generation_s": Timer.union(timer.gen),
+                         "verification_s": Timer.union(timer.verify), "harness_s": harness,
+                         "harness_frac": harness / wall if wall > 0 else 0.0}
+    write_json_atomic(out / SUMMARY_FILE, summary)
+    return summary

@@ -1,0 +1,96 @@
+"""Suite metrics from sample records: pass@1, pass@k, pass^k, mean score with a clustered CI.
+
+    s = summarize(records, epochs=5)
+    s["overall"]["pass@k"]["5"], s["domains"]["code"]["score"]["low"], s["tasks"]["code-3"]["steps"]
+
+Infra-error samples are counted (`infra_errors`, `infra_rate`) and excluded from every
+rate: a sandbox outage must not look like a model regression. pass@k and pass^k are the
+mean over tasks of the per-task unbiased estimators; tasks with fewer than k judged
+samples give NaN and are left out of the mean (`tasks_short[k]` counts them), and the
+mean is NaN when every task is short.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any, Iterable
+
+from posttrain.eval.metrics import nanmean, pass_at_k, pass_hat_k
+from posttrain.eval.records import SampleRecord
+from posttrain.eval.stats import clustered_mean_ci
+
+
+def ks_for(epochs: int) -> list[int]:
+    """1, 2, 4, ... up to and including `epochs`."""
+    ks, k = [], 1
+    while k < epochs:
+        ks.append(k)
+        k *= 2
+    return sorted(set(ks + [max(1, epochs)]))
+
+
+def _group(records: list[SampleRecord], epochs: int) -> dict[str, Any]:
+    judged = [r for r in records if not r.infra_error]
+    by_task: dict[str, list[SampleRecord]] = defaultdict(list)
+    for r in judged:
+        by_task[r.task_id].append(r)
+    out: dict[str, Any] = {
+        "samples": len(records), "judged": len(judged), "tasks": len({r.task_id for r in records}),
+        "infra_errors": len(records) - len(judged),
+        "infra_rate": (len(records) - len(judged)) / len(records) if records else float("nan"),
+        "pass@k": {}, "pass^k": {}, "tasks_short": {},
+    }
+    for k in ks_for(epochs):
+        at = [pass_at_k(len(rs), sum(r.passed for r in rs), k) for rs in by_task.values()]
+        hat = [pass_hat_k(len(rs), sum(r.passed for r in rs), k) for rs in by_task.values()]
+        out["pass@k"][str(k)] = nanmean(at)
+        out["pass^k"][str(k)] = nanmean(hat)
+        out["tasks_short"][str(k)] = sum(math.isnan(v) for v in at)
+    out["pass@1"] = out["pass@k"]["1"]
+    out["score"] = clustered_mean_ci([r.score for r in judged], [r.task_id for r in judged]).as_dict()
+    out["pass_rate"] = clustered_mean_ci([float(r.passed) for r in judged], [r.task_id for r in judged]).as_dict()
+    n = len(judged)
+    out["steps"] = sum(r.steps for r in judged) / n if n else float("nan")
+    out["tokens"] = sum(r.tokens for r in judged) / n if n else float("nan")
+    return out
+
+
+def summarize(records: Iterable[SampleRecord], epochs: int) -> dict[str, Any]:
+    recs = list(records)
+    by_domain: dict[str, list[SampleRecord]] = defaultdict(list)
+    by_task: dict[str, list[SampleRecord]] = defaultdict(list)
+    for r in recs:
+        by_domain[r.domain].append(r)
+        by_task[r.task_id].append(r)
+    tasks = {}
+    for tid, rs in sorted(by_task.items()):
+        judged = [r for r in rs if not r.infra_error]
+        n = len(judged)
+        tasks[tid] = {
+            "domain": rs[0].domain, "version": rs[0].task_version, "samples": len(rs), "judged": n,
+            "passes": sum(r.passed for r in judged), "infra_errors": len(rs) - n,
+            "mean_score": sum(r.score for r in judged) / n if n else float("nan"),
+            "steps": sum(r.steps for r in judged) / n if n else float("nan"),
+            "tokens": sum(r.tokens for r in judged) / n if n else float("nan"),
+        }
+    return {
+        "overall": _group(recs, epochs),
+        "domains": {d: _group(rs, epochs) for d, rs in sorted(by_domain.items())},
+        "tasks": tasks,
+    }
+
+
+def summary_markdown(summary: dict[str, Any], title: str) -> str:
+    k = list(summary["overall"]["pass@k"])[-1]  # the largest k: epochs
+    head = ["domain", "tasks", "n", "pass@1", f"pass@{k}", f"pass^{k}", "score [95% CI]", "steps", "tokens", "infra"]
+    lines = [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = list(summary["domains"].items()) + [("ALL", summary["overall"])]
+    for name, g in rows:
+        sc = g["score"]
+        cells = [name, str(g["tasks"]), str(g["samples"]), f"{g['pass@1']:.3f}", f"{g['pass@k'][k]:.3f}",
+                 f"{g['pass^k'][k]:.3f}", f"{sc['estimate']:.3f} [{sc['low']:.2f}, {sc['high']:.2f}]",
+                 f"{g['steps']:.2f}", f"{g['tokens']:.1f}", f"{g['infra_errors']} ({g['infra_rate']:.0%})"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("\nInfra errors are excluded from every rate; pass@k/pass^k are unbiased (NaN when n < k).")
+    return "\n".join(lines)
