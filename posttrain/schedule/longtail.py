@@ -2,7 +2,7 @@
 
     runner = LongTailRunner(run, predictor=DurationPredictor(), short_concurrency=14, long_concurrency=2)
     for job in jobs: runner.submit(job, version=weights_version)
-    outcomes = await runner.collect(n=len(jobs), version=weights_version)   # the step's results
+    outcomes = await runner.collect_step(version=weights_version)   # short lane done; longs carry over
 
 - **Two lanes.** A job predicted long (`DurationPredictor`, by domain and prompt length)
   goes to the long lane, which has its own concurrency budget; everything else takes the
@@ -11,8 +11,9 @@
   past the long threshold, is moved to the long lane's account, and its short slot is
   handed to the next short job at once. The long lane may run over budget until it
   drains; it then starts nothing new until it is back under.
-- **Carry-over.** `collect(n)` returns as soon as `n` results are ready; a long job that
-  misses the step boundary keeps running and is delivered by a later `collect`, with
+- **Carry-over.** `collect_step()` returns once the short lane is empty (`collect(n)`
+  once `n` results are ready); a long job that misses the step boundary keeps running
+  and is delivered by a later call, with
   its staleness (weight versions between submission and delivery) on the outcome.
   Results staler than `max_staleness` come back with status `stale`, never trained on.
 - **Timeouts.** Each attempt is cut at the job's timeout and recorded as `timeout`;
@@ -227,6 +228,25 @@ class LongTailRunner:
         out = [self._deliver(o, version) for o in out]
         self._window.extend(out)
         return out
+
+    async def collect_step(self, version: int = 0, timeout: float | None = None) -> list[Outcome]:
+        """The step boundary: wait until the short lane is empty, return everything ready.
+
+        Long jobs still running carry over to a later call; the caller tops the batch up
+        with replacement draws (`Scheduler.draw_count`) if it needs a fixed size.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while self.backlog("short") > 0:
+            self._changed.clear()
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                break
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except asyncio.TimeoutError:
+                break
+        return await self.collect(len(self._ready), version)
 
     def _deliver(self, o: Outcome, version: int) -> Outcome:
         stale = version - o.version

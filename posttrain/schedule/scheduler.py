@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import random
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -31,7 +30,7 @@ import numpy as np
 import posttrain.schedule.policies  # noqa: F401  (registers the built-in policies)
 from posttrain.errors import ConfigError
 from posttrain.registry import registry
-from posttrain.schedule.filtering import has_signal, scored_rewards
+from posttrain.schedule.filtering import has_signal, is_scored
 from posttrain.schedule.sampling import allocate, pick
 from posttrain.schedule.stats import PassStats, difficulty_buckets
 from posttrain.types import Task, Trajectory, content_hash
@@ -63,6 +62,8 @@ class Scheduler:
                  max_oversample: float = 4.0, **policy_args: Any) -> None:
         if not tasks:
             raise ConfigError("scheduler needs at least one task, got none")
+        if not isinstance(seed, int) or seed < 0:
+            raise ConfigError(f"scheduler seed must be an integer >= 0, got {seed!r}")
         if n_buckets < 1 or not 0.0 <= decay <= 1.0 or prior_strength <= 0:
             raise ConfigError(f"scheduler: need n_buckets >= 1, 0 <= decay <= 1, prior_strength > 0; "
                               f"got {n_buckets}, {decay}, {prior_strength}")
@@ -116,7 +117,7 @@ class Scheduler:
         if not isinstance(n, int) or n < 0:
             raise ConfigError(f"next_batch needs a count >= 0, got {n!r}")
         self._expire_pending()
-        rng = random.Random(f"{self.seed}/{self.draws}")  # string seeds hash the same in every process
+        rng = np.random.default_rng([self.seed, self.draws])  # same stream in every process
         self.draws += 1
         w = self.weights()
         for tid in self.pending:
@@ -132,8 +133,8 @@ class Scheduler:
                 masses = [float((b_of == b).sum()) for b in range(self.stats.n_buckets)]
             for b, c in enumerate(allocate(count, masses, rng)):
                 members = rows[b_of == b]
-                chosen.extend(int(members[j]) for j in pick(w[members].tolist(), c, rng))
-        rng.shuffle(chosen)  # interleave domains so a prefix of the batch is a fair sample
+                chosen.extend(int(members[j]) for j in pick(w[members], c, rng))
+        chosen = [chosen[j] for j in rng.permutation(len(chosen))]  # interleave domains so a prefix of the batch is a fair sample
         for i in chosen:
             self.pending[self.tasks[i].id] = self.draws - 1
         return [self.tasks[i] for i in chosen]
@@ -155,8 +156,9 @@ class Scheduler:
         for group in groups:
             by_task: dict[str, list[float]] = {}
             for t in group:
-                by_task.setdefault(t.task_id, [])
-                by_task[t.task_id].extend(scored_rewards([t]))
+                rewards = by_task.setdefault(t.task_id, [])
+                if is_scored(t):
+                    rewards.append(float(t.reward))
             for tid, rewards in by_task.items():
                 self.pending.pop(tid, None)
                 i = self.index.get(tid)

@@ -92,12 +92,14 @@ class PassStats:
         """Fold one group of scored rewards for task `i` into its posterior."""
         if not rewards:
             return
-        r = np.clip(np.asarray(rewards, dtype=float), 0.0, 1.0)
-        self.succ[i] = self.decay * self.succ[i] + r.sum()
-        self.fail[i] = self.decay * self.fail[i] + (1.0 - r).sum()
-        self.attempts[i] += len(r)
+        r = [min(max(float(x), 0.0), 1.0) for x in rewards]  # plain floats: groups are small
+        n, s = len(r), sum(r)
+        self.succ[i] = self.decay * self.succ[i] + s
+        self.fail[i] = self.decay * self.fail[i] + (n - s)
+        self.attempts[i] += n
         self.last_step[i] = step
-        v = float(r.var()) if len(r) > 1 else 0.0
+        mean = s / n
+        v = sum((x - mean) ** 2 for x in r) / n
         old = self.group_var[i]
         self.group_var[i] = v if np.isnan(old) else self.var_ema * old + (1 - self.var_ema) * v
 
