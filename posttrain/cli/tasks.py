@@ -40,16 +40,21 @@ def check(
     seed: int = typer.Option(0, "--seed"),
     difficulty: float = typer.Option(1.0, "--difficulty"),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per domain."),
+    plugin: List[Path] = typer.Option([], "--plugin", help="A .py file defining extra domains/verifiers (repeatable)."),
 ) -> None:
     """Oracle must score 1.0, empty 0, wrong < 1, with flake rate 0. Exit 1 if any domain is unsound."""
     import asyncio
 
-    from posttrain.sandbox import default_sandbox
+    from posttrain.tasks.plugins import load_plugin
+
+    for p in plugin:
+        load_plugin(p)
+
     from posttrain.tasks.check import check_domain
 
     unsound = []
     for name in _domains(domains or []):
-        report = asyncio.run(check_domain(name, n, repeats, seed, difficulty, sandbox=default_sandbox()))
+        report = asyncio.run(check_domain(name, n, repeats, seed, difficulty))
         if as_json:
             typer.echo(json.dumps({k: v for k, v in report.as_json().items() if k != "failures"}))
         else:

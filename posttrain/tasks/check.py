@@ -114,7 +114,19 @@ def summarise(domain_name: str, tasks: list[Task], results: list[list[VerifyResu
 
 async def check_domain(name: str, n: int = 200, repeats: int = 5, seed: int = 0, difficulty: float = 1.0,
                        sandbox: Any = None, concurrency: int = 4) -> CheckReport:
-    """Generate `n` tasks of domain `name` and check them (see module doc)."""
+    """Generate `n` tasks of domain `name` and check them (see module doc).
+
+    Without `sandbox`, a private `SandboxPool` serves this call (it makes no processes
+    until a task needs one).
+    """
     dom = build(name, kind="domain")
     tasks = dom.generate(n, seed, difficulty)
-    return await check_tasks(name, dom, tasks, repeats, sandbox, concurrency, seed)
+    if sandbox is not None:
+        return await check_tasks(name, dom, tasks, repeats, sandbox, concurrency, seed)
+    from posttrain.sandbox import SandboxPool
+
+    pool = SandboxPool()  # one per event loop: asyncio primitives are bound to the loop that made them
+    try:
+        return await check_tasks(name, dom, tasks, repeats, pool, concurrency, seed)
+    finally:
+        await pool.close()

@@ -82,10 +82,11 @@ def load_harbor_task(folder: str | Path) -> Task:
     if solve.is_file():
         oracle = dump_plan([{"tool": "shell", "arguments": {"cmd": rewrite_harbor_paths(solve.read_text(encoding="utf-8"))}}, {"answer": "done"}])
     text = rewrite_harbor_paths(instruction.read_text(encoding="utf-8"))
+    tests = {k: rewrite_harbor_paths(v) if k.endswith(".sh") else v for k, v in _text_files(root / "tests").items()}
     return Task(
         id=f"harbor-{root.name}", domain="terminal",
         prompt=(Message("system", "You have a shell in the task directory (tool `shell`). Say 'done' when finished."), Message("user", text)),
-        verifier=Spec("harbor_test", {"tests": _text_files(root / "tests"), "wall_s": timeout}),
+        verifier=Spec("harbor_test", {"tests": tests, "wall_s": timeout}),
         difficulty=_DIFFICULTY.get(diff, 2.0), environment=Environment(image="host", files=env, tools=("shell",)),
         limits=Limits(max_steps=50, max_new_tokens=1024, timeout_s=agent_timeout),
         metadata={"source": "harbor", "folder": str(root), "difficulty_label": diff, "needs_sandbox": True,
