@@ -60,6 +60,7 @@ def launch(
         proc = subprocess.Popen(
             argv_for(extra), stdin=stdio[0], stdout=stdio[1], stderr=stdio[2], pass_fds=(*fds, *pass_fds),
             user=uid, group=uid, extra_groups=[] if uid is not None else None,
+            env={},  # bwrap's own pid 1 is visible inside: its /proc/1/environ must hold nothing
         )  # fmt: skip
     finally:
         for fd in (*fds, *stdio):

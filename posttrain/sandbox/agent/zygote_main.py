@@ -139,6 +139,8 @@ def run_python(args):
         except OSError as e:
             print(f"{sys.executable}: can't open file {filename!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
             finish(2)
+    if isinstance(src, bytes) and b"\0" in src:
+        os.execv(sys.executable, [sys.executable, *args])  # the file tokenizer's exact error message
     main = types.ModuleType("__main__")
     main.__file__, main.__builtins__ = filename, __builtins__
     sys.modules["__main__"] = main

@@ -71,6 +71,12 @@ def py(exec_):
     return _py
 
 
+@pytest.fixture()
+def uid_procs():
+    """uid_procs() -> host pids running as the sandbox's host uid."""
+    return sandbox_uid_processes
+
+
 def sandbox_uid_processes() -> list[int]:
     """Host pids running as the sandbox uid (what a leak would leave behind)."""
     out = []
