@@ -1,0 +1,129 @@
+"""The evaluation runner on the tiny model: records, resume, cache, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from posttrain.errors import ModelError
+from posttrain.eval.modelref import resolve_model
+from posttrain.eval.records import EvalError, RecordFile
+from posttrain.eval.runner import EvalOptions, evaluate
+from posttrain.eval.suite import load_suite
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    from posttrain.models import save_policy
+    from posttrain.models.tiny import build_tiny
+
+    return save_policy(*build_tiny(), tmp_path_factory.mktemp("model") / "tiny")
+
+
+def write_suite(path: Path, n: int = 3, epochs: int = 2, pins: dict | None = None) -> Path:
+    from posttrain.tasks import generate_domain
+
+    tasks = generate_domain("arithmetic", n, 10_000, 1.0)
+    doc = {"name": "t", "epochs": epochs, "sampling": {"temperature": 0.7, "max_new_tokens": 8},
+           "tasks": [{"domain": "arithmetic", "n": n, "seed": 10_000,
+                      "pins": pins if pins is not None else {t.id: t.version for t in tasks}}]}
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def run(tiny: Path, suite: Path, out: Path, **kw) -> dict:
+    return asyncio.run(evaluate(resolve_model(tiny), load_suite(suite), out, EvalOptions(**kw)))
+
+
+def test_records_every_sample_with_its_fields(tiny, tmp_path):
+    s = run(tiny, write_suite(tmp_path / "s.yaml"), tmp_path / "out")
+    recs = RecordFile(tmp_path / "out" / "samples.jsonl").load()
+    assert len(recs) == 6 and s["overall"]["samples"] == 6
+    r = next(iter(recs.values()))
+    assert r.task_version and r.trajectory and r.steps == 1 and r.tokens > 0 and r.wall_s > 0
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["timing"]["wall_s"] > 0
+
+
+def test_resume_reruns_only_missing_samples(tiny, tmp_path):
+    suite, out = write_suite(tmp_path / "s.yaml"), tmp_path / "out"
+    run(tiny, suite, out)
+    path = out / "samples.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:4]) + lines[4][:30])  # two lost, one torn by a kill mid-write
+    kept = {k: r.completion for k, r in list(RecordFile(path).load().items())}
+    s = run(tiny, suite, out)
+    assert s["run"]["samples_new"] == 2 and s["run"]["samples_resumed"] == 4
+    after = RecordFile(path).load()
+    assert len(after) == 6 and all(after[k].completion == c for k, c in kept.items())
+
+
+def test_generation_cache_skips_the_engine(tiny, tmp_path):
+    suite, cache = write_suite(tmp_path / "s.yaml"), tmp_path / "gen.sqlite"
+    first = run(tiny, suite, tmp_path / "a", cache=cache)
+    second = run(tiny, suite, tmp_path / "b", cache=cache)
+    assert first["run"]["cache"]["misses"] == 6 and second["run"]["cache"]["hits"] == 6
+    assert second["timing"]["generation_s"] == 0.0
+    a = RecordFile(tmp_path / "a" / "samples.jsonl").load()
+    b = RecordFile(tmp_path / "b" / "samples.jsonl").load()
+    assert {k: r.completion for k, r in a.items()} == {k: r.completion for k, r in b.items()}
+
+
+def test_missing_model_is_a_clear_error(tmp_path):
+    with pytest.raises(ModelError, match="model not found: .*nope"):
+        resolve_model(tmp_path / "nope")
+
+
+def test_training_run_resolves_to_newest_checkpoint(tiny, tmp_path):
+    import shutil
+
+    for step in (5, 40, 10):
+        shutil.copytree(tiny, tmp_path / "run" / "checkpoints" / f"step-{step}")
+    (tmp_path / "run" / "metrics.jsonl").write_text('{"step": 0}\n')
+    ref = resolve_model(tmp_path / "run")
+    assert ref.path.name == "step-40" and ref.source_run == tmp_path / "run"
+
+
+def test_suite_with_unknown_task_is_refused(tmp_path):
+    with pytest.raises(EvalError, match="unknown task id.*arithmetic-10000-99"):
+        load_suite(write_suite(tmp_path / "s.yaml", pins={"arithmetic-10000-99": "abc"}))
+
+
+def test_suite_with_changed_task_version_is_refused(tmp_path):
+    with pytest.raises(EvalError, match=r"version\(s\) changed.*arithmetic-10000-0 \(pinned 0000"):
+        load_suite(write_suite(tmp_path / "s.yaml", pins={"arithmetic-10000-0": "0000"}))
+
+
+def test_unknown_builtin_suite_lists_builtins():
+    with pytest.raises(EvalError, match="built-in suites: .*regression"):
+        load_suite("no-such-suite")
+
+
+def test_builtin_regression_suite_has_20_to_50_tasks_across_domains():
+    s = load_suite("regression")
+    assert 20 <= len(s.tasks) <= 50 and len(s.domains) >= 3 and s.epochs == 5
+
+
+def test_corrupted_record_file_names_the_line(tiny, tmp_path):
+    suite, out = write_suite(tmp_path / "s.yaml"), tmp_path / "out"
+    run(tiny, suite, out)
+    path = out / "samples.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:2]) + "{not json\n" + "".join(lines[3:]))
+    with pytest.raises(EvalError, match=r"samples.jsonl:3: corrupted sample record"):
+        run(tiny, suite, out)
+
+
+def test_out_dir_of_another_model_is_refused(tiny, tmp_path):
+    import shutil
+
+    suite, out = write_suite(tmp_path / "s.yaml"), tmp_path / "out"
+    run(tiny, suite, out)
+    other = shutil.copytree(tiny, tmp_path / "other")
+    cfg = json.loads((other / "generation_config.json").read_text())
+    (other / "generation_config.json").write_text(json.dumps({**cfg, "do_sample": True}))
+    with pytest.raises(EvalError, match="different model_hash"):
+        run(other, suite, out)
