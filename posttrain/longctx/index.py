@@ -94,17 +94,18 @@ class DocIndex:
     @classmethod
     def build(cls, chunks: Sequence[Chunk], reader: Reader, cache: SummaryCache | None = None, embedder: Any = None) -> "DocIndex":
         cache = cache if cache is not None else SummaryCache()
-        summaries, spent = [], 0
-        for c in chunks:
-            key = SummaryCache.key(reader.name, c.text)
-            s = cache.get(key)
-            if s is None:
-                s = reader.summarize(c, None)
-                cache.put(key, s)
-                spent += c.n_tokens
-            summaries.append(s)
+        keys = [SummaryCache.key(reader.name, c.text) for c in chunks]
+        summaries: list[str | None] = [cache.get(k) for k in keys]
+        todo = [i for i, s in enumerate(summaries) if s is None]
+        many = getattr(reader, "summarize_many", None)  # one batched engine call when offered
+        fresh = many([chunks[i] for i in todo]) if many and todo else [reader.summarize(chunks[i], None) for i in todo]
+        for i, s in zip(todo, fresh):
+            summaries[i] = s
+            cache.put(keys[i], s)
+        spent = sum(chunks[i].n_tokens for i in todo)
         text_docs = [terms(" ".join(c.path) + "\n" + c.text) for c in chunks]
-        idx = cls(list(chunks), summaries, _BM25(text_docs), _BM25([terms(s) for s in summaries]), summary_tokens=spent)
+        done = [s or "" for s in summaries]
+        idx = cls(list(chunks), done, _BM25(text_docs), _BM25([terms(s) for s in done]), summary_tokens=spent)
         idx.by_id = {c.id: c for c in chunks}
         if embedder is not None and chunks:
             idx.embedder = embedder

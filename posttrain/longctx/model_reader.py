@@ -86,11 +86,25 @@ class ModelReader:
         """Largest chunk that fits one answer call in the model's context."""
         return max(16, self.context_tokens - self.overhead(question) - self.answer_tokens - 24)
 
-    def summarize(self, chunk: Chunk, focus: str | None = None) -> str:
+    def _summary_messages(self, chunk: Chunk, focus: str | None) -> list[Message]:
         ask = "Summarise this passage in one line" + (f", focusing on: {focus}" if focus else "") + "."
         budget = self.context_tokens - self.summary_tokens - 32
-        text = chunk.text[: max(0, budget)]  # a char-level budget bound; longer chunks are cut
-        return self._generate([Message("user", f"{ask}\n{text}")], self.summary_tokens).strip()
+        return [Message("user", f"{ask}\n{chunk.text[: max(0, budget)]}")]  # char bound: long chunks are cut
+
+    def summarize(self, chunk: Chunk, focus: str | None = None) -> str:
+        return self._generate(self._summary_messages(chunk, focus), self.summary_tokens).strip()
+
+    def summarize_many(self, chunks: Sequence[Chunk]) -> list[str]:
+        """All summaries in one engine call (the engine batches; order is kept)."""
+        return [t.strip() for t in self._generate_many([self._summary_messages(c, None) for c in chunks], self.summary_tokens)]
+
+    def _generate_many(self, batch: list[list[Message]], max_new: int) -> list[str]:
+        reqs = [GenRequest(self._prompt(m), SamplingParams(temperature=0.0, max_new_tokens=max_new), id=str(i)) for i, m in enumerate(batch)]
+        self.calls += len(reqs)
+        self.prompt_tokens += sum(len(r.prompt_ids) for r in reqs)
+        outs = self.engine.generate(reqs) if reqs else []
+        by_id = {o.request_id: o.text for o in outs}
+        return [by_id.get(str(i), "") for i in range(len(reqs))]
 
     def _answer_messages(self, question: str, context: str) -> list[Message]:
         return [Message("system", SYSTEM), Message("user", f"{context}\nQuestion: {question}")]
@@ -101,6 +115,9 @@ class ModelReader:
 
     def _answer_once(self, question: str, chunks: Sequence[Chunk]) -> list[Claim]:
         text = self._generate(self._answer_messages(question, render_context(list(chunks))), self.answer_tokens)
+        return self._parse(text, chunks)
+
+    def _parse(self, text: str, chunks: Sequence[Chunk]) -> list[Claim]:
         first = text.strip().splitlines()[0] if text.strip() else ""
         if not first or "not found" in first.lower():
             return []
@@ -116,10 +133,9 @@ class ModelReader:
             return []
         if self._fits(question, context):
             return self._answer_once(question, context)
-        claims: list[Claim] = []  # map: one chunk per call; reduce: pool, verify decides
-        for c in context:
-            claims.extend(self._answer_once(question, [self._fit_chunk(question, c)]))
-        return claims
+        fitted = [self._fit_chunk(question, c) for c in context]  # map: one chunk per request
+        texts = self._generate_many([self._answer_messages(question, render_context([c])) for c in fitted], self.answer_tokens)
+        return [claim for c, t in zip(fitted, texts) for claim in self._parse(t, [c])]  # reduce: pool; verify decides
 
     def _fit_chunk(self, question: str, c: Chunk) -> Chunk:
         """`c`, cut at the end until one answer call fits the context (offsets stay true)."""

@@ -58,7 +58,8 @@ class OracleReader:
         first = _sentences(chunk)[0]
         lead = chunk.text[first[0] - chunk.start : first[1] - chunk.start]
         names = list(dict.fromkeys(_NAMES.findall(chunk.text)))[:24]
-        return " / ".join(chunk.path) + " :: " + lead.strip() + " :: " + " ".join(names)
+        parts = [" / ".join(chunk.path), lead.strip(), " ".join(names)]
+        return " :: ".join(p for p in parts if p)
 
     def answer(self, question: str, context: Sequence[Chunk]) -> list[Claim]:
         rng = random.Random(zlib.crc32(question.encode()) ^ self.seed)
