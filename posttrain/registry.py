@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 # kind -> modules whose import registers the built-in implementations of that kind.
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
-    "verifier": ("posttrain.verifiers",),
+    "verifier": ("posttrain.verifiers", "posttrain.longctx.reward"),
     "domain": ("posttrain.tasks",),
     "engine": ("posttrain.rollout",),
     "loss": ("posttrain.train.losses",),
