@@ -214,12 +214,14 @@ def main() -> None:
     base = learn["uniform"]
     print(f"\nSampling: samples to held-out mean pass >= {TARGET} (median of {len(seeds)} seeds; "
           f"batch {BATCH} prompts x {GROUP})")
-    print("| policy | samples (median) | vs uniform (median of per-seed ratios) | zero-variance groups sent | seeds reached |")
+    print("| policy | samples (median) | samples vs uniform (median of per-seed ratios) "
+          "| zero-variance groups sent to training | seeds reaching target |")
     print("|---|---|---|---|---|")
     for name, *_ in CONFIGS:
         rows = learn[name]
         ratio = statistics.median(r["samples"] / b["samples"] for r, b in zip(rows, base))
-        print(f"| {name} | {_median(rows, 'samples'):,.0f} | {ratio:.2f}x ({(1 - ratio) * 100:+.0f}% fewer) "
+        change = f"{(1 - ratio):.0%} fewer" if ratio <= 1 else f"{ratio - 1:.0%} more"
+        print(f"| {name} | {_median(rows, 'samples'):,.0f} | {ratio:.2f}x ({change}) "
               f"| {statistics.mean(r['zero_frac'] for r in rows):.1%} | {sum(r['reached'] for r in rows)}/{len(rows)} |")
     fifo = fleet[("single FIFO, step barrier", 3.0)]
     print(f"\nLong tails: {STEPS} steps x {STEP_JOBS} jobs, concurrency {CONCURRENCY} "

@@ -184,6 +184,7 @@ class LongTailRunner:
         self._busy["short"] -= 1
         self._busy["long"] += 1
         entry.lane, entry.promoted = "long", True
+        self._changed.set()  # a step waiting for the short lane to drain may be done now
         self._pump()
 
     async def _attempts(self, job: Job) -> tuple[Status, Any, str, int]:

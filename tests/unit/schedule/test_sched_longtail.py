@@ -163,3 +163,21 @@ def test_predictor_uses_domain_and_length_then_falls_back():
     clone = DurationPredictor(min_history=2)
     clone.load_state_dict(p.state_dict())
     assert clone.predict("code", 5000) == 40.0
+
+
+def test_step_ends_when_a_mispredicted_job_is_promoted():
+    durations = {"surprise": 100.0, "s0": 1.0, "s1": 1.0}
+
+    async def main():
+        runner = LongTailRunner(_sleeper(durations), predictor=_trained_predictor(),
+                                short_concurrency=2, long_concurrency=1)
+        for k in ("surprise", "s0", "s1"):
+            runner.submit(Job(k, "quick", 10))
+        outs = await runner.collect_step()
+        now = asyncio.get_running_loop().time()
+        await runner.close()
+        return outs, now
+
+    outs, now = run_virtual(main())
+    assert {o.job.key for o in outs} == {"s0", "s1"}
+    assert now == pytest.approx(4.0)  # promoted at 4 x median, not held until 100 s
