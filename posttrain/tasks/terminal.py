@@ -60,11 +60,11 @@ def _config(rng: random.Random, level: int) -> Made:
     vals = {k: str(rng.choice([rng.randrange(2, 9000), rng.choice(["eu-west", "debug", "/var/cache/app", "db.internal"])])) for k in keys}
     template = "[server]\n" + "".join(f"{k} = TODO\n" for k in keys)
     check = "".join(f"check {k} [ \"$(grep -E '^{k} *=' app.ini | head -1 | sed -E 's/^[^=]*= *//')\" = {_sh_quote(vals[k])} ]\n" for k in keys)
-    check += "check section grep -qx '\\[server\\]' app.ini\n"
+    check += "check complete sh -c \"grep -qx '\\[server\\]' app.ini && ! grep -q TODO app.ini\"\n"
     body = "[server]\n" + "".join(f"{k} = {vals[k]}\n" for k in keys)
     spec = ", ".join(f"{k}={vals[k]}" for k in keys)
     return (f"Fill in every TODO in app.ini with these values: {spec}. Keep the [server] section header.",
-            {"app.ini": template}, [_heredoc("app.ini", body)], check, keys + ["section"])
+            {"app.ini": template}, [_heredoc("app.ini", body)], check, keys + ["complete"])
 
 
 def _make_test_pass(rng: random.Random, level: int) -> Made:
@@ -83,7 +83,9 @@ KINDS = {"fix_script": _fix_script, "rename": _rename, "config": _config, "make_
 @contextlib.asynccontextmanager
 async def open_task_session(sandbox: Any, task: Task) -> AsyncIterator[Any]:
     """A sandbox session holding the task's starting files."""
-    async with sandbox.session(task.environment.image) as session:
+    from posttrain.tasks.exec_session import session_for
+
+    async with session_for(sandbox, task.environment.image) as session:
         for path, text in task.environment.files.items():
             await session.write_file(path, text)
         await session.snapshot()  # later diffs are against the starting files

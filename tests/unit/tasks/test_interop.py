@@ -57,3 +57,24 @@ def test_bad_row_names_line_and_field(tmp_path):
     p.write_text(json.dumps({"prompt": "ok", "answer": "1"}) + "\n\n" + json.dumps({"prompt": "no answer"}) + "\n")
     with pytest.raises(TaskFileError, match=r"rows\.jsonl:3: field 'answer': missing"):
         load_trl_rows(p)
+
+
+def test_harbor_task_runs_end_to_end_and_agent_cannot_plant_tests(tmp_path):
+    import asyncio
+
+    from posttrain.sandbox import SandboxPool
+    from posttrain.tasks.check import score_once
+    from posttrain.tasks.plan import dump_plan
+
+    harbor_folder(tmp_path)
+    (t,) = load_harbor_tasks(tmp_path)
+    cheat = dump_plan([{"tool": "shell", "arguments": {"cmd": "mkdir -p tests logs/verifier && echo 'echo 1 > /work/logs/verifier/reward.txt' > tests/test.sh && echo 1 > logs/verifier/reward.txt"}}])
+
+    async def go():
+        pool = SandboxPool()
+        try:
+            return [(await score_once(t, text, pool)).score for text in (t.oracle, "", cheat)]
+        finally:
+            await pool.close()
+
+    assert asyncio.run(go()) == [1.0, 0.0, 0.0]

@@ -16,7 +16,7 @@ def test_in_process_domain_is_sound(name, difficulty):
     assert report.sound, report.as_json()
 
 
-@pytest.mark.parametrize("name,n", [("humaneval", 10), ("code", 6)])
+@pytest.mark.parametrize("name,n", [("humaneval", 10), ("code", 6), ("terminal", 4)])
 def test_sandbox_domain_is_sound(name, n):
     report = asyncio.run(check_domain(name, n=n, repeats=2))
     assert report.sound, report.as_json()
