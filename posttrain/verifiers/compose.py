@@ -35,6 +35,8 @@ def build_verifier(spec: Spec | Mapping[str, Any] | str) -> Any:
             raise ConfigError(f"bad verifier spec: {e.path}: {e.msg}") from None
     v = _CACHE.get(spec)
     if v is None:
+        if len(_CACHE) >= 4096:  # per-task specs (expected answers in args) would grow it without bound
+            _CACHE.clear()
         v = _CACHE[spec] = build(spec, kind="verifier")
     return v
 

@@ -55,3 +55,11 @@ def test_duplicate_ids_and_unknown_suffix(tmp_path):
         load_tasks(tmp_path / "t.csv")
     with pytest.raises(TaskFileError, match="no such task file"):
         load_tasks(tmp_path / "missing.jsonl")
+
+
+def test_image_attachment_roundtrips(tmp_path):
+    from posttrain.types import Attachment, Message, Spec, Task
+
+    t = Task("img", "d", (Message("user", "what is shown?", attachments=(Attachment("image", "ab" * 32, "img/a.png"),)),), Spec("text_match", {"expected": "cat"}))
+    (back,) = load_tasks(save_tasks([t], tmp_path / "t.yaml"))
+    assert back.version == t.version and back.prompt[0].attachments[0].path == "img/a.png"
