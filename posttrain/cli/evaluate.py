@@ -105,6 +105,31 @@ async def _with_sandbox(fn, concurrency: int):
         await pool.close()
 
 
+def replay_cmd(
+    run: Path = typer.Argument(..., help="Training run (trajectories.sqlite) or evaluation run (samples.jsonl)."),
+    step: Optional[int] = typer.Option(None, help="Only trajectories of this training step."),
+    task: Optional[str] = typer.Option(None, help="Only trajectories of this task id."),
+    show_all: bool = typer.Option(False, "--all", help="List unchanged trajectories too."),
+    as_json: bool = typer.Option(False, "--json", help="Print every diff as one JSON object."),
+    sandboxes: int = typer.Option(2, "--sandbox-concurrency", help="Max verifier calls in flight."),
+) -> None:
+    """Re-verify stored trajectories with today's verifiers and show each diff (for debugging rewards)."""
+    import asyncio
+
+    from posttrain.eval.replay import diff_lines, replay_run
+
+    diffs = asyncio.run(_with_sandbox(lambda sb: replay_run(run, step, task, sb, sandboxes), sandboxes))
+    changed = sum(d.changed for d in diffs)
+    if as_json:
+        print(json.dumps({"trajectories": len(diffs), "changed": changed,
+                          "diffs": [{**d.__dict__, "changed": d.changed} for d in diffs]}, default=str))
+        return
+    for line in diff_lines(diffs, show_all):
+        print(line)
+    print(f"{len(diffs)} trajectories re-verified, {changed} changed")
+
+
 def register(app: typer.Typer) -> None:
     app.command("eval")(eval_cmd)
     app.command("compare")(compare_cmd)
+    app.command("replay")(replay_cmd)

@@ -160,7 +160,7 @@ class _Run:
     async def verify_and_record(self, jobs: list[_Job], trajs: list[Trajectory], cached: bool) -> None:
         async def one(job: _Job, traj: Trajectory) -> SampleRecord:
             t0 = time.perf_counter()
-            done = await self.verifier.verify_one(job.task, traj)
+            done = dataclasses.replace(await self.verifier.verify_one(job.task, traj), sample=job.epoch)
             t1 = time.perf_counter()
             self.timer.verify.append((t0, t1))
             return to_record(job.task, job.epoch, job.seed, done, t1 - t0, cached)

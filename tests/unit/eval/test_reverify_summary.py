@@ -66,7 +66,7 @@ def test_trajectory_round_trips_through_json():
     assert back == t
 
 
-def _run_dir(tmp_path: Path, verifier_name: str) -> Path:
+def _run_dir(tmp_path: Path, verifier_name: str, old: VerifyResult | None = None) -> Path:
     tasks = [Task(f"t{i}", "d", (Message("user", f"q{i}"),), Spec(verifier_name)) for i in range(3)]
     from posttrain.tasks.io import save_tasks
 
@@ -77,7 +77,7 @@ def _run_dir(tmp_path: Path, verifier_name: str) -> Path:
     recs = []
     for t in tasks:
         for e in range(2):
-            traj = Trajectory(t.id, t.version, "d", (), (Turn("assistant", "7"),))
+            traj = Trajectory(t.id, t.version, "d", (), (Turn("assistant", "7"),), verify=old, sample=e)
             recs.append(SampleRecord(t.id, t.version, "d", e, 0, "p", "7", 1.0, True, "ok",
                                      trajectory=trajectory_to_dict(traj)))
     RecordFile(run / "samples.jsonl").append(recs)
@@ -93,3 +93,22 @@ def test_reverify_finds_a_flaky_verifier(tmp_path):
 def test_reverify_steady_verifier_has_no_flakes(tmp_path):
     report = asyncio.run(reverify_run(_run_dir(tmp_path, "eval_test_steady"), n=3))
     assert report["flake_rate"] == 0.0 and report["samples"] == 6
+
+
+def test_replay_shows_what_todays_verifier_changed(tmp_path):
+    from posttrain.eval.replay import diff_lines, replay_run
+
+    run = _run_dir(tmp_path, "eval_test_steady", old=VerifyResult(0.0, False, reason="old checker"))
+    diffs = asyncio.run(replay_run(run, task_id="t1"))
+    assert len(diffs) == 2 and all(d.changed_fields == ["passed", "score", "reason"] for d in diffs)
+    assert "    passed: false -> true" in diff_lines(diffs)
+
+
+def test_replay_reports_tasks_it_cannot_find(tmp_path):
+    from posttrain.eval.replay import replay_run
+
+    run = _run_dir(tmp_path, "eval_test_steady")
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(
+        {"name": "other", "tasks": [{"domain": "arithmetic", "n": 1, "seed": 1}]}))
+    diffs = asyncio.run(replay_run(run))
+    assert all("task version not found" in d.note for d in diffs)

@@ -127,3 +127,16 @@ def test_out_dir_of_another_model_is_refused(tiny, tmp_path):
     (other / "generation_config.json").write_text(json.dumps({**cfg, "do_sample": True}))
     with pytest.raises(EvalError, match="different model_hash"):
         run(other, suite, out)
+
+
+def test_cli_eval_missing_model_raises_model_error(cli, tmp_path):
+    res = cli("eval", "--model", tmp_path / "nope", "--out", tmp_path / "o", "--no-cache")
+    assert isinstance(res.exception, ModelError) and "nope" in str(res.exception)
+
+
+def test_cli_eval_runs_and_resumes(cli, tiny, tmp_path):
+    suite, out = write_suite(tmp_path / "s.yaml", n=2, epochs=1), tmp_path / "o"
+    first = cli("eval", "--model", tiny, "--suite", suite, "--out", out, "--no-cache", "--json")
+    second = cli("eval", "--model", tiny, "--suite", suite, "--out", out, "--no-cache", "--json")
+    assert first.exit_code == 0 and second.exit_code == 0, first.output
+    assert json.loads(second.stdout)["summary"]["run"]["samples_resumed"] == 2

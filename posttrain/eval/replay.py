@@ -1,0 +1,133 @@
+"""Replay: re-verify stored trajectories with today's verifiers and show what changed.
+
+    diffs = await replay_run(Path("runs/rl-1"), step=40, task_id="code-3", sandbox=pool)
+    [d for d in diffs if d.changed]
+
+Sources, in order: a training run's `trajectories.sqlite` (through
+`posttrain.store.trajectories.TrajectoryStore`), else an evaluation run's
+`samples.jsonl`. Tasks are found by version: an evaluation run's suite, the task files
+and domains named in a training run's `config.yaml` (train split at `seed`, held-out at
+`tasks.eval_seed`). A trajectory whose task version cannot be found is reported as
+such, never silently skipped.
+
+Limits: tasks generated at training time with parameters other than the config's
+(a curriculum that changed difficulty mid-run) cannot be rebuilt here unless the store
+keeps them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from posttrain.eval.records import SAMPLES_FILE, EvalError, RecordFile, read_json
+from posttrain.eval.trajio import trajectory_from_dict
+from posttrain.types import Task, Trajectory, thaw
+
+
+@dataclass
+class ReplayDiff:
+    task_id: str
+    task_version: str
+    step: int
+    sample: int
+    old: dict[str, Any] | None
+    new: dict[str, Any] | None
+    note: str = ""
+    changed_fields: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changed_fields) or bool(self.note)
+
+
+def _verdict(traj: Trajectory) -> dict[str, Any] | None:
+    v = traj.verify
+    return None if v is None else {"score": v.score, "passed": v.passed, "status": v.status, "reason": v.reason,
+                                   "details": thaw(v.details)}
+
+
+def _load_trajectories(run: Path, step: int | None, task_id: str | None) -> list[Trajectory]:
+    if (run / "trajectories.sqlite").is_file():
+        from posttrain.store.trajectories import TrajectoryStore
+
+        return list(TrajectoryStore(run / "trajectories.sqlite").iter(step=step, task_id=task_id))
+    if (run / SAMPLES_FILE).is_file():
+        recs = RecordFile(run / SAMPLES_FILE).load(repair=False).values()
+        trajs = [trajectory_from_dict(r.trajectory) for r in recs if r.trajectory
+                 and (task_id is None or r.task_id == task_id)]
+        return [t for t in trajs if step is None or t.step == step]
+    raise EvalError(f"{run}: no trajectories.sqlite (training run) or {SAMPLES_FILE} (evaluation run) to replay")
+
+
+def _config_tasks(run: Path) -> Iterable[Task]:
+    from posttrain.config import load_config
+    from posttrain.tasks import generate_domain
+    from posttrain.tasks.io import load_tasks
+
+    cfg = load_config(run / "config.yaml")
+    for f in cfg.tasks.files:
+        yield from load_tasks(f)
+    for name, d in cfg.tasks.domains.items():
+        yield from generate_domain(name, d.n_train, cfg.seed, d.difficulty, **d.args)
+        yield from generate_domain(name, d.n_eval, cfg.tasks.eval_seed, d.difficulty, **d.args)
+
+
+def task_index(run: Path) -> dict[str, Task]:
+    """task version -> Task, from whatever the run directory says its tasks were."""
+    out: dict[str, Task] = {}
+    if (run / "meta.json").is_file():
+        from posttrain.eval.suite import load_suite
+
+        out.update({t.version: t for t in load_suite(read_json(run / "meta.json", "run metadata")["suite_path"]).tasks})
+    if (run / "config.yaml").is_file():
+        out.update({t.version: t for t in _config_tasks(run)})
+    return out
+
+
+async def replay_run(run: Path, step: int | None = None, task_id: str | None = None, sandbox: Any = None,
+                     concurrency: int = 2) -> list[ReplayDiff]:
+    from posttrain.verifiers.run import VerifierRunner
+
+    if not run.is_dir():
+        raise EvalError(f"run directory not found: {run}")
+    trajs = _load_trajectories(run, step, task_id)
+    if not trajs:
+        raise EvalError(f"{run}: no stored trajectories match step={step} task={task_id}")
+    tasks = task_index(run)
+    runner = VerifierRunner(sandbox, concurrency=concurrency)
+
+    async def one(t: Trajectory) -> ReplayDiff:
+        old = _verdict(t)
+        task = tasks.get(t.task_version)
+        if task is None:
+            return ReplayDiff(t.task_id, t.task_version, t.step, t.sample, old, None,
+                              note="task version not found in the run's suite/config; cannot re-verify")
+        new = _verdict(await runner.verify_one(task, t))
+        changed = [k for k in ("passed", "score", "status", "reason", "details") if (old or {}).get(k) != (new or {}).get(k)]
+        return ReplayDiff(t.task_id, t.task_version, t.step, t.sample, old, new, changed_fields=changed)
+
+    return list(await asyncio.gather(*(one(t) for t in trajs)))
+
+
+def diff_lines(diffs: list[ReplayDiff], show_all: bool = False) -> list[str]:
+    """One line per trajectory (changed only unless show_all), then the changed fields."""
+    out = []
+    for d in diffs:
+        if not (d.changed or show_all):
+            continue
+        head = f"{d.task_id} step {d.step} sample {d.sample}: "
+        if d.note:
+            out.append(head + d.note)
+            continue
+        if not d.changed_fields:
+            out.append(head + "unchanged")
+            continue
+        out.append(head + ", ".join(d.changed_fields))
+        for k in d.changed_fields:
+            a, b = (d.old or {}).get(k), (d.new or {}).get(k)
+            out.append(f"    {k}: {json.dumps(a, default=str)} -> {json.dumps(b, default=str)}")
+    return out
