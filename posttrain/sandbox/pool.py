@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Sequence
+from contextlib import asynccontextmanager
+from typing import AsyncIterator, Sequence
 
 from posttrain.errors import SandboxError
 from functools import lru_cache
@@ -31,6 +32,7 @@ from functools import lru_cache
 from posttrain.sandbox import cgroups, images, workspace
 from posttrain.sandbox.runtime import workspace_root
 from posttrain.sandbox.fresh import run_fresh
+from posttrain.sandbox.session import ShellSession
 from posttrain.sandbox.zygote import Zygote
 from posttrain.sandbox.limits import validate
 from posttrain.sandbox.protocol import FileMap
@@ -54,6 +56,7 @@ class SandboxPool:
         self.max_uses = max_uses
         self._idle: dict[str, list[Zygote]] = {}
         self._live = 0  # zygotes started and not yet closed
+        self._sessions: set[ShellSession] = set()
         self.recycled = 0
         self.pooled_unavailable = ""  # why auto mode fell back to fresh, if it did
         _sweep_once()
@@ -149,8 +152,34 @@ class SandboxPool:
         for z in zs:
             await self._release(z)
 
+    @asynccontextmanager
+    async def session(
+        self, image: str = "host", limits: ExecLimits | None = None, max_steps: int = 1000, time_budget_s: float = 3600.0
+    ) -> AsyncIterator[ShellSession]:
+        """`async with pool.session(image) as s:` a persistent shell; see `session.py`."""
+        s = await self.open_session(image, limits, max_steps, time_budget_s)
+        try:
+            yield s
+        finally:
+            await s.close()
+            self._sessions.discard(s)
+
+    async def open_session(
+        self, image: str = "host", limits: ExecLimits | None = None, max_steps: int = 1000, time_budget_s: float = 3600.0
+    ) -> ShellSession:
+        """Like `session()` without the context manager: the caller must `await s.close()`."""
+        if self._closed:
+            raise SandboxError("sandbox pool is closed")
+        s = ShellSession(images.resolve(image), validate(limits), max_steps, time_budget_s)
+        await s.start()
+        self._sessions.add(s)
+        return s
+
     async def close(self) -> None:
         self._closed = True
+        for s in list(self._sessions):
+            await s.close()
+        self._sessions.clear()
         for zs in self._idle.values():
             while zs:
                 await self._discard(zs.pop())
