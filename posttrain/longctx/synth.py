@@ -7,8 +7,10 @@ A document is a set of invented entities (pronounceable nonsense names, so nothi
 known in advance), one section per entity, filler prose, and facts "<attribute> of
 <entity> is <value>" in several phrasings or as table rows. Distractors are built in:
 every attribute is stated for many entities, every entity has several attributes, and
-entities are mentioned in passing in other sections. An unanswerable question asks for
-an attribute the document never states for that entity (but states for others).
+entities are mentioned in passing in other sections. About a third of the questions
+name the attribute by a paraphrase ("entry code" for "access code"). An unanswerable
+question asks for an attribute the document never states for that entity (but states
+for others).
 
 Styles: "markdown" (# headings), "numbered" (1.2 Title), "pages" (form feeds and page
 markers, no headings), "plain" (paragraphs only).
@@ -35,6 +37,13 @@ _FILLER = (
 _VERBS = "reviewed noted described improved delayed expanded measured discussed approved inspected recorded compared".split()
 _ADJ = "quiet steady routine minor major regional northern eastern careful early late formal broad narrow".split()
 _SYL = "ka lo mi ra ven tor sil dar quen bri mo zu fel gan hor ith nal pe rus tav ul wex yor zan".split()
+# Paraphrases a question may use instead of the document's wording (about 1 in 3 does).
+PARAPHRASES = {
+    "access code": "entry code", "launch year": "year of launch", "annual budget": "yearly budget",
+    "crew size": "number of crew", "tower height": "height of the tower", "ticket price": "price of a ticket",
+    "founding year": "year it was founded", "altitude": "elevation", "room number": "room assigned",
+    "shipment weight": "weight of the shipment", "warehouse capacity": "storage capacity of the warehouse",
+}
 _PHRASES = (
     "The {a} of {e} is {v}.",
     "{e}'s {a} is recorded as {v}.",
@@ -138,7 +147,8 @@ def make_document(seed: int, n_chars: int, style: str = "markdown", n_questions:
     for e, a in rng.sample([k for k in w.spans], min(n_questions, len(w.spans))):
         s, t, v = w.spans[(e, a)]
         assert doc[s:t].count(v) >= 1
-        qa.append(QA(f"What is the {a} of {e}?", v, s, t, e, a))
+        asked = PARAPHRASES[a] if a in PARAPHRASES and rng.random() < 0.33 else a
+        qa.append(QA(f"What is the {asked} of {e}?", v, s, t, e, a))
     for _ in range(unanswerable):
         e = rng.choice(names)
         missing = [a for a in ATTRIBUTES if a not in facts[e]]

@@ -21,10 +21,11 @@ def tiny(tmp_path_factory):
     return save_policy(*build_tiny(seed=0), tmp_path_factory.mktemp("tiny"))
 
 
+@pytest.mark.slow  # ~3 s CPU: loads and runs the real tiny model
 def test_ask_json_reports_answer_and_cost_with_a_real_model(tiny, tmp_path):
     doc = tmp_path / "doc.md"
     doc.write_text(DOC)
-    r = CliRunner().invoke(app, ["longctx", "ask", str(doc), "-q", "What is the access code of Orion?", "--model", str(tiny), "--engine", "hf", "--json"])
+    r = CliRunner().invoke(app, ["longctx", "ask", str(doc), "-q", "What is the access code of Orion?", "--model", str(tiny), "--engine", "hf", "--top-k", "1", "--json"])
     out = json.loads(r.output.strip().splitlines()[-1])
     assert r.exit_code == 0 and out["cost"]["doc_tokens"] > 0 and 0 < out["cost"]["read_tokens"] <= out["cost"]["doc_tokens"]
     assert all(out["answer"] in c["quote"] for c in out["citations"])  # whatever it says, it is grounded or "not found"
