@@ -54,6 +54,17 @@ CONFIGS = [  # name, policy, zero-variance filtering
 
 
 # -- part 1: the simulated learner -----------------------------------------------------------
+_TASKS: dict[int, list[Task]] = {}  # per seed: Task objects cache their content hash
+
+
+def _tasks(seed: int, noisy: np.ndarray) -> list[Task]:
+    if seed not in _TASKS:
+        _TASKS[seed] = [Task(id=f"t{i}", domain=f"topic{i // PER_TOPIC}", prompt=(Message("user", f"q{i}"),),
+                             verifier=Spec("sim"), difficulty=round(float(noisy[i]), 1))
+                        for i in range(len(noisy))]
+    return _TASKS[seed]
+
+
 class Learner:
     def __init__(self, seed: int) -> None:
         rng = np.random.default_rng(seed)
@@ -65,9 +76,7 @@ class Learner:
         self.held_d = rng.uniform(0.0, 5.0, TOPICS * HELD_OUT)
         self.rng = rng
         noisy = self.d + rng.normal(0, 0.7, len(self.d))  # what the task metadata says
-        self.tasks = [Task(id=f"t{i}", domain=f"topic{self.topic[i]}", prompt=(Message("user", f"q{i}"),),
-                           verifier=Spec("sim"), difficulty=round(float(noisy[i]), 1))
-                      for i in range(len(self.d))]
+        self.tasks = _tasks(seed, noisy)
         # Trajectories are frozen: one failed and one solved sample per task, shared by all groups.
         self.samples = [(Trajectory(t.id, "", t.domain, (), (), reward=0.0),
                          Trajectory(t.id, "", t.domain, (), (), reward=1.0)) for t in self.tasks]
@@ -90,6 +99,11 @@ class Learner:
             v = p * (1.0 - p)  # group reward variance (0/1 rewards): zero-variance groups teach nothing
             self.c[self.topic[i]] += LR_TOPIC * v * GROUP
             self.m[i] += LR_TASK * v
+
+
+def run_seed(seed: int) -> dict[str, dict[str, float]]:
+    """Every policy on one seed, side by side (same hidden difficulties, same tasks)."""
+    return {name: run_learner(seed, policy, filtered) for name, policy, filtered in CONFIGS}
 
 
 def run_learner(seed: int, policy: str, filtered: bool) -> dict[str, float]:
@@ -207,8 +221,8 @@ def main() -> None:
     t0 = time.perf_counter()
     seeds = list(range(args.seeds))
     with ProcessPoolExecutor(args.workers) as ex:
-        learn = {name: list(ex.map(run_learner, seeds, [pol] * len(seeds), [f] * len(seeds)))
-                 for name, pol, f in CONFIGS}
+        per_seed = list(ex.map(run_seed, seeds))
+        learn = {name: [r[name] for r in per_seed] for name, *_ in CONFIGS}
         fleet = {(m, f): list(ex.map(run_fleet, seeds, [m] * len(seeds), [f] * len(seeds)))
                  for m in FLEETS for f in ((3.0, 2.5) if FLEETS[m][0] else (3.0,))}
     base = learn["uniform"]
