@@ -247,7 +247,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for (mode, f), rows in fleet.items():
         ratio = statistics.median(r["short_tput"] / b["short_tput"] for r, b in zip(rows, fifo))
-        print(f"| {mode} | {f if FLEETS[mode][0] else '-'} | {_median(rows, 'short_tput'):.2f} | {ratio:.2f}x "
+        label = f"{mode} (default)" if FLEETS[mode][0] and f == DurationPredictor().long_factor else mode
+        print(f"| {label} | {f if FLEETS[mode][0] else '-'} | {_median(rows, 'short_tput'):.2f} | {ratio:.2f}x "
               f"| {_median(rows, 'p99'):.2f} | {_median(rows, 'p99_delivered'):.2f} "
               f"| {_median(rows, 'long_tput'):.3f} | {_median(rows, 'staleness'):.2f} "
               f"| {_median(rows, 'stale_frac'):.1%} | {_median(rows, 'deferred'):.1%} |")

@@ -113,3 +113,9 @@ def test_metrics_report_weights_pass_rates_and_drops():
     assert 0.0 <= m["sched/pass_rate/code"] <= 1.0
     assert 0.0 < m["sched/dropped_frac"] < 1.0
     assert sched.metrics()["sched/dropped_frac"] == 0.0  # window restarts after each call
+
+
+def test_asking_for_more_than_there_are_tasks_still_fills_the_batch():
+    sched = Scheduler(make_tasks(6), seed=0)
+    batch = sched.next_batch(20)
+    assert len(batch) == 20 and len({t.id for t in batch}) == 6
