@@ -151,7 +151,12 @@ class Scheduler:
 
     # -- feedback --------------------------------------------------------------------------
     def observe(self, groups: Sequence[Sequence[Trajectory]]) -> None:
-        """Fold scored rewards into the statistics; infra errors and timeouts are skipped."""
+        """Fold scored rewards into the statistics; infra errors and timeouts are skipped.
+
+        A flat list of trajectories is accepted too (they are grouped by task id).
+        """
+        if groups and isinstance(groups[0], Trajectory):
+            groups = [groups]  # type: ignore[list-item]
         sums: dict[str, list[float]] = {}
         for group in groups:
             by_task: dict[str, list[float]] = {}

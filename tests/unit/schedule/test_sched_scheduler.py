@@ -119,3 +119,13 @@ def test_asking_for_more_than_there_are_tasks_still_fills_the_batch():
     sched = Scheduler(make_tasks(6), seed=0)
     batch = sched.next_batch(20)
     assert len(batch) == 20 and len({t.id for t in batch}) == 6
+
+
+def test_a_flat_trajectory_list_is_grouped_by_task():
+    from sched_helpers import traj
+
+    tasks = make_tasks(10)
+    sched = Scheduler(tasks, seed=0)
+    sched.observe([traj(tasks[0], 1.0), traj(tasks[1], 0.0), traj(tasks[0], 0.0)])
+    assert sched.stats.attempts[:2].tolist() == [2, 1]
+    assert sched.stats.group_var[0] == 0.25
