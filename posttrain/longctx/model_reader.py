@@ -33,7 +33,7 @@ from posttrain.types import Message
 
 _CITE = re.compile(r"\[\s*(c\d+)\s*\]")
 _SENT = re.compile(r"[^.!?\n]*[.!?]?")
-SYSTEM = "Answer with the exact value from the context and its chunk id, like: 42 [c3]. Else: not found"
+SYSTEM = "Answer from the context as: value [chunk id]. Else: not found"
 
 
 def _sentence_around(chunk: Chunk, pos: int, n: int) -> tuple[int, int]:
