@@ -112,3 +112,20 @@ def test_replay_reports_tasks_it_cannot_find(tmp_path):
         {"name": "other", "tasks": [{"domain": "arithmetic", "n": 1, "seed": 1}]}))
     diffs = asyncio.run(replay_run(run))
     assert all("task version not found" in d.note for d in diffs)
+
+
+def test_replay_training_run_from_trajectory_store(tmp_path):
+    store_mod = pytest.importorskip("posttrain.store.trajectories")
+    from posttrain.config import dump_config, load_config
+    from posttrain.eval.replay import replay_run
+    from posttrain.tasks import generate_domain
+
+    cfg = load_config(None, ["tasks.domains={arithmetic: {n_train: 3, n_eval: 1}}", "seed=0"])
+    dump_config(cfg, tmp_path / "config.yaml")
+    tasks = generate_domain("arithmetic", 3, 0, 1.0)
+    store = store_mod.TrajectoryStore(tmp_path / "trajectories.sqlite")
+    store.put_many([Trajectory(t.id, t.version, t.domain, (), (Turn("assistant", t.oracle),), step=s, group=g,
+                               verify=VerifyResult(0.0, False, reason="old")) for s in (1, 2) for g, t in enumerate(tasks)])
+    store.close()
+    diffs = asyncio.run(replay_run(tmp_path, step=2, task_id=tasks[0].id))
+    assert len(diffs) == 1 and diffs[0].new["passed"] is True and "passed" in diffs[0].changed_fields

@@ -1,0 +1,68 @@
+"""Held-out evaluation used inside training runs: greedy pass@1 per domain, paired.
+
+    res = await evaluate_heldout(engine, tokenizer, tasks, runner, max_new_tokens=12)
+    cmp = paired_mcnemar(before, after)     # exact McNemar over the same tasks
+
+This is the quick in-loop form (one greedy sample per task, same verifiers as
+training). `posttrain eval` (runner.py) is the full harness with suites, epochs,
+resume and caching.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from posttrain.eval.stats import mcnemar_exact
+from posttrain.rollout.engine import Engine, SamplingParams
+from posttrain.rollout.single_turn import rollout_single_turn
+from posttrain.types import Task, Trajectory
+
+
+@dataclass
+class HeldoutResult:
+    passed: dict[str, bool]  # task id -> passed (infra errors excluded)
+    domain_of: dict[str, str]
+    trajectories: list[Trajectory] = field(default_factory=list)
+    infra_errors: int = 0
+
+    def pass_at_1(self, domain: str | None = None) -> float:
+        vals = [p for tid, p in self.passed.items() if domain is None or self.domain_of[tid] == domain]
+        return sum(vals) / len(vals) if vals else float("nan")
+
+    def by_domain(self) -> dict[str, float]:
+        return {d: self.pass_at_1(d) for d in sorted(set(self.domain_of.values()))}
+
+    def mean_over_domains(self) -> float:
+        vals = list(self.by_domain().values())
+        return sum(vals) / len(vals) if vals else float("nan")
+
+
+async def evaluate_heldout(engine: Engine, tokenizer: Any, tasks: Sequence[Task], runner: Any,
+                           max_new_tokens: int = 24, step: int = 0) -> HeldoutResult:
+    params = SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens, n=1)
+    trajs = await rollout_single_turn(engine, tokenizer, tasks, params, step=step)
+    trajs = await runner.verify_all({t.id: t for t in tasks}, trajs)
+    passed, infra = {}, 0
+    for t in trajs:
+        if t.infra_error:
+            infra += 1
+            continue
+        passed[t.task_id] = bool(t.verify and t.verify.passed)
+    return HeldoutResult(passed, {t.id: t.domain for t in tasks}, trajs, infra)
+
+
+@dataclass
+class PairedResult:
+    n: int
+    before_only: int  # passed before, failed after
+    after_only: int  # failed before, passed after
+    p_value: float
+
+
+def paired_mcnemar(before: HeldoutResult, after: HeldoutResult, domain: str | None = None) -> PairedResult:
+    common = [tid for tid in before.passed if tid in after.passed
+              and (domain is None or before.domain_of[tid] == domain)]
+    b = sum(before.passed[t] and not after.passed[t] for t in common)
+    c = sum(after.passed[t] and not before.passed[t] for t in common)
+    return PairedResult(len(common), b, c, mcnemar_exact(b, c))
