@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+
+
+def _dumps(obj: Any) -> str:
+    """Strict JSON for --json: NaN (pass@k with n < k, an undefined interval) becomes null."""
+
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and math.isnan(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+
+    return json.dumps(clean(obj), default=str, allow_nan=False)
 
 
 def compare_cmd(
@@ -25,7 +41,7 @@ def compare_cmd(
     cmp = compare_runs(run_a, run_b, margin=margin, seed=seed)
     path = write_report(cmp, report or run_b / "report.html")
     if as_json:
-        print(json.dumps({**cmp.to_dict(), "report": str(path)}, default=str))
+        print(_dumps({**cmp.to_dict(), "report": str(path)}))
     else:
         from rich.console import Console
         from rich.markdown import Markdown
@@ -71,7 +87,7 @@ def eval_cmd(
         summary = asyncio.run(_with_sandbox(lambda sb: evaluate(ref, s, out, opts, sb), sandboxes or 2))
     flakes = asyncio.run(_with_sandbox(lambda sb: reverify_run(out, reverify, sb), sandboxes or 2)) if reverify else None
     if as_json:
-        print(json.dumps({"summary": summary, "reverify": flakes}, default=str))
+        print(_dumps({"summary": summary, "reverify": flakes}))
         return
     from rich.console import Console
     from rich.markdown import Markdown
@@ -121,8 +137,8 @@ def replay_cmd(
     diffs = asyncio.run(_with_sandbox(lambda sb: replay_run(run, step, task, sb, sandboxes), sandboxes))
     changed = sum(d.changed for d in diffs)
     if as_json:
-        print(json.dumps({"trajectories": len(diffs), "changed": changed,
-                          "diffs": [{**d.__dict__, "changed": d.changed} for d in diffs]}, default=str))
+        print(_dumps({"trajectories": len(diffs), "changed": changed,
+                      "diffs": [{**d.__dict__, "changed": d.changed} for d in diffs]}))
         return
     for line in diff_lines(diffs, show_all):
         print(line)
