@@ -1,0 +1,1 @@
+"""The run directory: trajectory store, metrics log, TensorBoard events."""

@@ -22,12 +22,21 @@ from posttrain.verifiers.rules import format_violation
 class VerifierRunner:
     def __init__(self, sandbox: Sandbox | None, concurrency: int = 8, retries: int = 2, format_weight: float = 0.0):
         self.ctx = VerifyContext(sandbox=sandbox)
-        self.sem = asyncio.Semaphore(concurrency)
+        self.concurrency = concurrency
+        self._sem: asyncio.Semaphore | None = None
+        self._sem_loop: object = None
         self.retries = retries
         self.format_weight = format_weight
         self._verifiers: dict[str, object] = {}
         self._cache: dict[tuple[str, str], VerifyResult] = {}
         self.stats = {"calls": 0, "cache_hits": 0, "infra_retries": 0}
+
+    @property
+    def sem(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()  # a semaphore is bound to the loop that first awaits it
+        if self._sem is None or self._sem_loop is not loop:
+            self._sem, self._sem_loop = asyncio.Semaphore(self.concurrency), loop
+        return self._sem
 
     def verifier_for(self, task: Task):
         key = task.version

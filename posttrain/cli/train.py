@@ -1,0 +1,68 @@
+"""`posttrain quickstart` and `posttrain rl`: the end-to-end run and the RL loop on any config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def _print_summary(summary: dict, run_dir: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="held-out pass@1 (greedy), before vs after RL")
+    t.add_column("domain"), t.add_column("before RL", justify="right"), t.add_column("after RL", justify="right")
+    t.add_column("delta", justify="right"), t.add_column("McNemar p", justify="right")
+    for d, b in summary["before"]["domains"].items():
+        a = summary["after"]["domains"][d]
+        t.add_row(d, f"{b:.3f}", f"{a:.3f}", f"{a - b:+.3f}", f"{summary['domain_p_values'][d]:.2g}")
+    b, a = summary["before"]["pass@1"], summary["after"]["pass@1"]
+    t.add_row("[bold]mean", f"{b:.3f}", f"{a:.3f}", f"{a - b:+.3f}", f"{summary['p_value']:.2g}")
+    c = Console()
+    c.print(t)
+    f = summary["flips"]
+    c.print(f"{summary['n_tasks']} held-out tasks; flips fail->pass {f['fail_to_pass']}, pass->fail {f['pass_to_fail']}; "
+            f"wall {summary['wall_s']:.0f}s; run directory {run_dir}")
+
+
+def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resume: Optional[Path],
+         base: dict | None = None) -> None:
+    from posttrain.cli.common import PhaseProgress
+    from posttrain.config import load_config
+    from posttrain.errors import ConfigError
+    from posttrain.train.quickstart import run_quickstart
+
+    if resume is not None:
+        if not (resume / "config.yaml").is_file():
+            raise ConfigError(f"--resume {resume}: not a run directory (no config.yaml)")
+        cfg = load_config(resume / "config.yaml", overrides)
+        run_dir = resume
+    else:
+        cfg = load_config(config, overrides, base=base)
+        run_dir = out or Path(cfg.out_dir) / cfg.name
+    with PhaseProgress() as progress:
+        summary = run_quickstart(cfg, run_dir, resume=resume is not None, report=progress)
+    _print_summary(summary, run_dir)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def quickstart(
+        out: Optional[Path] = typer.Option(None, "--out", help="run directory (default runs/quickstart)"),
+        resume: Optional[Path] = typer.Option(None, "--resume", help="continue an interrupted quickstart run"),
+        overrides: List[str] = typer.Argument(None, help="dotted overrides, e.g. rl.steps=20"),
+    ) -> None:
+        """Build the tiny model, SFT, evaluate, RL, evaluate again, and print the before/after table."""
+        _run(None, overrides or [], out, resume, base={"name": "quickstart"})
+
+    @app.command()
+    def rl(
+        config: Path = typer.Argument(..., help="run config YAML"),
+        overrides: List[str] = typer.Argument(None, help="dotted overrides, e.g. rl.lr=3e-4"),
+        out: Optional[Path] = typer.Option(None, "--out", help="run directory (default <out_dir>/<name>)"),
+        resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory"),
+    ) -> None:
+        """Run the RL loop (SFT warm-up if configured, RL, before/after evaluation) on CONFIG."""
+        _run(config, overrides or [], out, resume)

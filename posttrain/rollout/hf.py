@@ -1,0 +1,102 @@
+"""`hf`: the reference engine, built on `transformers` `generate`.
+
+Slow but simple and obviously right: the `fast` engine is tested against it. Requests
+with identical sampling parameters are batched into one `generate` call (left padding;
+HF derives position ids from the attention mask, so padding does not shift positions).
+Logprobs come from the raw logits (`output_logits=True`) at temperature 1, the quantity
+the trainer recomputes. Limits: no KV reuse across calls, no speculative decoding;
+stop strings are checked after generation, so they truncate but do not save compute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from typing import Any, Mapping, Sequence
+
+from posttrain.registry import engine
+from posttrain.rollout.engine import Completion, GenRequest, SamplingParams
+
+
+def state_checksum(state: Mapping[str, Any]) -> str:
+    """sha256 over every tensor's name, shape and bytes, in name order."""
+    h = hashlib.sha256()
+    for name in sorted(state):
+        t = state[name].detach().contiguous().cpu()
+        h.update(name.encode())
+        h.update(str(tuple(t.shape)).encode())
+        h.update(t.view(-1).view(dtype=__import__("torch").uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+@engine("hf")
+class HFEngine:
+    def __init__(self, model: Any, tokenizer: Any, max_batch: int = 512, **_: Any) -> None:
+        if tokenizer.eos_token_id is None:
+            raise ValueError("tokenizer has no EOS token: generation could never stop")
+        self.model = model.eval()
+        self.tok = tokenizer
+        self.max_batch = max_batch
+        self.weights_version = 0
+        self.max_len = getattr(model.config, "max_position_embeddings", 1 << 30)
+
+    def load_weights(self, state: Mapping[str, Any], version: int) -> None:
+        import torch
+
+        with torch.no_grad():
+            missing = self.model.load_state_dict(dict(state), strict=True)
+        del missing
+        if state_checksum(self.model.state_dict()) != state_checksum(state):
+            raise RuntimeError(f"weight sync v{version}: loaded weights do not match the sent checksum")
+        self.weights_version = version
+
+    def generate(self, requests: Sequence[GenRequest]) -> list[Completion]:
+        by_params: dict[SamplingParams, list[int]] = defaultdict(list)
+        out: dict[tuple[int, int], Completion] = {}
+        for i, r in enumerate(requests):
+            if len(r.prompt_ids) + r.params.max_new_tokens > self.max_len:
+                msg = f"prompt of {len(r.prompt_ids)} tokens + {r.params.max_new_tokens} new exceeds the context of {self.max_len}"
+                for k in range(r.params.n):
+                    out[(i, k)] = Completion(r.id, k, (), (), "", "error", msg)
+                continue
+            by_params[r.params].append(i)
+        for params, idx in by_params.items():
+            rows = [(i, k) for i in idx for k in range(params.n)]
+            for s in range(0, len(rows), self.max_batch):
+                chunk = rows[s:s + self.max_batch]
+                for (i, k), c in zip(chunk, self._generate_batch([requests[i] for i, _ in chunk], params)):
+                    out[(i, k)] = Completion(requests[i].id, k, c[0], c[1], c[2], c[3])
+        return [out[(i, k)] for i, r in enumerate(requests) for k in range(r.params.n)]
+
+    def _generate_batch(self, reqs: list[GenRequest], p: SamplingParams) -> list[tuple]:
+        import torch
+
+        width = max(len(r.prompt_ids) for r in reqs)
+        pad = self.tok.pad_token_id
+        ids = torch.tensor([[pad] * (width - len(r.prompt_ids)) + list(r.prompt_ids) for r in reqs])  # [B, L]
+        mask = torch.tensor([[0] * (width - len(r.prompt_ids)) + [1] * len(r.prompt_ids) for r in reqs])
+        if p.seed is not None:
+            torch.manual_seed(p.seed)
+        sample = p.temperature > 0
+        kwargs = dict(do_sample=sample, max_new_tokens=p.max_new_tokens, output_logits=True,
+                      return_dict_in_generate=True, pad_token_id=pad, eos_token_id=self.tok.eos_token_id)
+        if sample:
+            kwargs.update(temperature=p.temperature, top_p=p.top_p, top_k=p.top_k or None)
+        with torch.no_grad():
+            g = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        new = g.sequences[:, width:]  # [B, T]
+        logp = torch.stack(g.logits, 1).float().log_softmax(-1)  # [B, T, V]
+        tok_lp = logp.gather(-1, new.unsqueeze(-1)).squeeze(-1)  # [B, T]
+        return [self._finish(new[b].tolist(), tok_lp[b].tolist(), p) for b in range(len(reqs))]
+
+    def _finish(self, ids: list[int], lps: list[float], p: SamplingParams) -> tuple:
+        eos = self.tok.eos_token_id
+        reason = "length"
+        if eos in ids:
+            cut = ids.index(eos) + 1
+            ids, lps, reason = ids[:cut], lps[:cut], "stop"
+        text = self.tok.decode([t for t in ids if t != eos], skip_special_tokens=True)
+        for s in p.stop:
+            if s in text:
+                text, reason = text[: text.index(s)], "stop"
+        return tuple(ids), tuple(lps), text, reason

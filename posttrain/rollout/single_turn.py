@@ -1,0 +1,36 @@
+"""Single-turn rollout: one generation per sample, turned into `Trajectory` records."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from posttrain.rollout.engine import Engine, GenRequest, SamplingParams
+from posttrain.rollout.prompting import encode_prompt
+from posttrain.types import Task, Trajectory, TrajError, Turn
+
+
+async def rollout_single_turn(engine: Engine, tokenizer: Any, tasks: Sequence[Task], params: SamplingParams,
+                              step: int = 0) -> list[Trajectory]:
+    """`params.n` samples per task, request-major: trajs[g * n + k] is task g, sample k."""
+    prompts = [encode_prompt(tokenizer, t.prompt) for t in tasks]
+    reqs = []
+    for g, (t, ids) in enumerate(zip(tasks, prompts)):
+        p = params if params.max_new_tokens <= t.limits.max_new_tokens else \
+            SamplingParams(**{**params.__dict__, "max_new_tokens": t.limits.max_new_tokens})
+        reqs.append(GenRequest(ids, p, id=f"{step}:{g}:{t.id}"))
+    t0 = time.perf_counter()
+    outs = engine.generate(reqs)
+    gen_s = (time.perf_counter() - t0) / max(1, len(outs))
+    trajs = []
+    for c in outs:
+        g = int(c.request_id.split(":", 2)[1])
+        task = tasks[g]
+        err = TrajError("engine", c.error) if c.finish_reason == "error" else None
+        turn = Turn("assistant", c.text, c.token_ids, c.logprobs, trainable=True)
+        trajs.append(Trajectory(
+            task_id=task.id, task_version=task.version, domain=task.domain, prompt_ids=prompts[g],
+            turns=(turn,), weights_version=engine.weights_version, step=step, group=g, sample=c.index,
+            finish_reason=c.finish_reason, timings={"generate_s": gen_s}, error=err,
+        ))
+    return trajs

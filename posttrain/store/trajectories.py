@@ -1,0 +1,90 @@
+"""SQLite trajectory store: every sample of a run, idempotent by (step, group, sample).
+
+    store = TrajectoryStore(run_dir / "trajectories.sqlite")
+    store.put_many(trajs)                  # INSERT OR REPLACE: a retried step never duplicates
+    for t in store.iter(step=3, task_id="code-0-7"): ...
+    store.truncate_after(step)             # on resume: drop steps newer than the checkpoint
+
+A row keeps the summary columns for SQL queries plus the whole trajectory as JSON, so
+`posttrain replay` can rebuild `Trajectory` objects and re-verify them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from posttrain.types import ExecLimits, ExecResult, FileChange, ToolCall, TrajError, Trajectory, Turn, VerifyResult, thaw
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS trajectories (
+  kind TEXT NOT NULL DEFAULT 'train', step INTEGER NOT NULL, grp INTEGER NOT NULL, sample INTEGER NOT NULL,
+  task_id TEXT NOT NULL, task_version TEXT NOT NULL, domain TEXT NOT NULL,
+  reward REAL, passed INTEGER, status TEXT, weights_version INTEGER, finish_reason TEXT,
+  error_boundary TEXT, data TEXT NOT NULL,
+  PRIMARY KEY (kind, step, grp, sample)
+);
+CREATE INDEX IF NOT EXISTS traj_task ON trajectories (task_id);
+"""
+
+
+def _turn_from(d: dict) -> Turn:
+    tc = d.get("tool_call")
+    er = d.get("exec_result")
+    if er is not None:
+        er = ExecResult(**{**er, "limits": ExecLimits(**er["limits"]),
+                           "files_changed": tuple(FileChange(**f) for f in er["files_changed"])})
+    return Turn(d["role"], d["text"], tuple(d["token_ids"]), tuple(d["logprobs"]), d["trainable"],
+                ToolCall(**tc) if tc else None, er, d.get("wall_s", 0.0))
+
+
+def traj_from_dict(d: dict) -> Trajectory:
+    v = d.get("verify")
+    e = d.get("error")
+    return Trajectory(
+        task_id=d["task_id"], task_version=d["task_version"], domain=d["domain"], prompt_ids=tuple(d["prompt_ids"]),
+        turns=tuple(_turn_from(t) for t in d["turns"]), weights_version=d["weights_version"], reward=d["reward"],
+        verify=VerifyResult(**v) if v else None, step=d["step"], group=d["group"], sample=d["sample"],
+        finish_reason=d["finish_reason"], timings=d.get("timings", {}), error=TrajError(**e) if e else None,
+    )
+
+
+class TrajectoryStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.executescript(SCHEMA)
+
+    def put_many(self, trajs: Sequence[Trajectory], kind: str = "train") -> None:
+        rows = [(kind, t.step, t.group, t.sample, t.task_id, t.task_version, t.domain, t.reward,
+                 int(bool(t.verify and t.verify.passed)), t.verify.status if t.verify else None, t.weights_version,
+                 t.finish_reason, t.error.boundary if t.error else None, json.dumps(thaw(t)))
+                for t in trajs]
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany("INSERT OR REPLACE INTO trajectories VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+
+    def iter(self, step: int | None = None, task_id: str | None = None, kind: str = "train") -> Iterator[Trajectory]:
+        q, args = "SELECT data FROM trajectories WHERE kind = ?", [kind]
+        if step is not None:
+            q, args = q + " AND step = ?", args + [step]
+        if task_id is not None:
+            q, args = q + " AND task_id = ?", args + [task_id]
+        for (data,) in self.db.execute(q + " ORDER BY step, grp, sample", args):
+            yield traj_from_dict(json.loads(data))
+
+    def count(self, kind: str = "train") -> int:
+        return self.db.execute("SELECT COUNT(*) FROM trajectories WHERE kind = ?", (kind,)).fetchone()[0]
+
+    def steps(self, kind: str = "train") -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT DISTINCT step FROM trajectories WHERE kind = ? ORDER BY step", (kind,))]
+
+    def truncate_after(self, step: int, kind: str = "train") -> None:
+        with self.db:
+            self.db.execute("DELETE FROM trajectories WHERE kind = ? AND step > ?", (kind, step))
+
+    def close(self) -> None:
+        self.db.close()

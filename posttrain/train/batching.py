@@ -1,0 +1,63 @@
+"""Trajectories -> padded tensors, and the policy's token logprobs over them.
+
+Sequences are right-padded so every sequence starts at position 0, as it did in the
+engine (which left-pads but derives positions from the attention mask). Targets are
+shifted by one: column j of the [B, L-1] tensors scores token j+1 of the sequence.
+Tool observations are in the sequence (the model reads them) but masked out of the loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from posttrain.types import Trajectory
+
+
+@dataclass
+class TokenBatch:
+    input_ids: torch.Tensor  # [B, L]
+    attention_mask: torch.Tensor  # [B, L]
+    loss_mask: torch.Tensor  # [B, L-1], 1 on trainable target tokens
+    old_logp: torch.Tensor  # [B, L-1], engine logprobs on trainable targets, 0 elsewhere
+
+
+def pack_sequences(seqs: Sequence[tuple[Sequence[int], Sequence[tuple[Sequence[int], Sequence[float], bool]]]],
+                   pad_id: int) -> TokenBatch:
+    """seqs[i] = (prompt_ids, [(segment_ids, segment_logprobs, trainable), ...])."""
+    rows, masks, olds = [], [], []
+    for prompt, segments in seqs:
+        ids, m, lp = list(prompt), [0.0] * len(prompt), [0.0] * len(prompt)
+        for seg_ids, seg_lp, trainable in segments:
+            ids += list(seg_ids)
+            m += [1.0 if trainable else 0.0] * len(seg_ids)
+            lp += list(seg_lp) if trainable and len(seg_lp) == len(seg_ids) else [0.0] * len(seg_ids)
+        rows.append(ids), masks.append(m), olds.append(lp)
+    width = max(len(r) for r in rows)
+    B = len(rows)
+    input_ids = torch.full((B, width), pad_id, dtype=torch.long)
+    attn = torch.zeros((B, width), dtype=torch.long)
+    loss_mask = torch.zeros((B, width))
+    old = torch.zeros((B, width))
+    for i, (r, m, lp) in enumerate(zip(rows, masks, olds)):
+        input_ids[i, : len(r)] = torch.tensor(r)
+        attn[i, : len(r)] = 1
+        loss_mask[i, : len(m)] = torch.tensor(m)
+        old[i, : len(lp)] = torch.tensor(lp)
+    return TokenBatch(input_ids, attn, loss_mask[:, 1:], old[:, 1:])
+
+
+def pack_trajectories(trajs: Sequence[Trajectory], pad_id: int) -> TokenBatch:
+    seqs = [(t.prompt_ids, [(turn.token_ids, turn.logprobs, turn.trainable and turn.role == "assistant")
+                            for turn in t.turns]) for t in trajs]
+    return pack_sequences(seqs, pad_id)
+
+
+def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                   with_logits: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """log p(token j+1 | tokens <= j) for every j: [B, L-1] (and logits [B, L-1, V])."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()  # [B, L-1, V]
+    logp = torch.log_softmax(logits, -1).gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # [B, L-1]
+    return logp, (logits if with_logits else None)

@@ -1,0 +1,180 @@
+"""The quickstart: the whole post-training story on the embedded default, end to end.
+
+    summary = run_quickstart(load_config(None), Path("runs/quickstart"))
+
+1. build the tiny policy, save it with `save_pretrained`, load it back with `from_pretrained`
+2. generate seeded train tasks and a disjoint held-out split per domain
+3. SFT warm-up on oracle demonstrations
+4. evaluate held-out pass@1 ("before" = after SFT, before RL)
+5. GRPO-family RL (rl.py)
+6. evaluate again; paired exact McNemar test across tasks
+7/8. run directory with config, metrics, TensorBoard, checkpoints, trajectories,
+     reward-curve PNG and summary.json
+
+Every phase writes its result into the run directory, so `resume=True` skips what is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from posttrain.config import RunConfig, dump_config
+from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnemar
+from posttrain.types import Task
+
+Report = Callable[[str, dict], None]  # phase, info -> progress display
+
+
+@dataclass
+class Splits:
+    train: list[Task]
+    held_out: list[Task]
+
+
+def make_splits(cfg: RunConfig) -> Splits:
+    from posttrain.registry import build
+    from posttrain.tasks.base import generate_split
+
+    train, held = [], []
+    for name, d in cfg.tasks.domains.items():
+        dom = build(name, kind="domain", **d.args)
+        tr = dom.generate(d.n_train, cfg.seed, d.difficulty)
+        train += tr
+        held += generate_split(dom, d.n_eval, cfg.tasks.eval_seed + cfg.seed, d.difficulty,
+                               exclude={t.prompt[-1].content for t in tr})
+    return Splits(train, held)
+
+
+def _save_eval(path: Path, res: HeldoutResult) -> None:
+    path.write_text(json.dumps({"passed": res.passed, "domain_of": res.domain_of, "infra_errors": res.infra_errors}))
+
+
+def _load_eval(path: Path) -> HeldoutResult | None:
+    if not path.is_file():
+        return None
+    d = json.loads(path.read_text())
+    return HeldoutResult(d["passed"], d["domain_of"], [], d["infra_errors"])
+
+
+def build_base(cfg: RunConfig, run_dir: Path) -> tuple[Any, Any]:
+    from posttrain.models import load_policy, save_policy
+    from posttrain.models.tiny import build_tiny
+
+    if cfg.model.path:
+        return load_policy(cfg.model.path, cfg.model.dtype)
+    base = run_dir / "base-model"
+    if not (base / "config.json").is_file():
+        save_policy(*build_tiny(cfg.model.tiny, seed=cfg.seed), base)
+    return load_policy(base)  # the from_pretrained path a real checkpoint takes
+
+
+def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Report) -> tuple[Any, Any]:
+    from posttrain.models import load_policy, save_policy
+    from posttrain.train.sft import sft_train
+
+    out = run_dir / "sft-model"
+    if (out / "config.json").is_file():
+        return load_policy(out)
+    model, tok = build_base(cfg, run_dir)
+    examples = [(t.prompt, t.oracle) for t in splits.train if t.oracle is not None]
+    losses = sft_train(model, tok, examples, cfg.sft, seed=cfg.seed,
+                       on_step=lambda s, l: report("sft", {"step": s + 1, "total": cfg.sft.steps, "loss": l}))
+    (run_dir / "sft_losses.json").write_text(json.dumps(losses))
+    save_policy(model, tok, out)
+    return model, tok
+
+
+async def eval_phase(name: str, run_dir: Path, engine: Any, tok: Any, tasks: list[Task], runner: Any,
+               max_new_tokens: int, report: Report) -> HeldoutResult:
+    path = run_dir / f"eval_{name}.json"
+    cached = _load_eval(path)
+    if cached is not None:
+        return cached
+    report("eval", {"name": name, "n": len(tasks)})
+    res = await evaluate_heldout(engine, tok, tasks, runner, max_new_tokens)
+    _save_eval(path, res)
+    return res
+
+
+def plot_rewards(run_dir: Path, history: list[dict], before: HeldoutResult, after: HeldoutResult) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
+    steps = [r["step"] for r in history]
+    for key in sorted({k for r in history for k in r if k.startswith("reward/")}):
+        a.plot(steps, [r.get(key, float("nan")) for r in history], label=key.split("/", 1)[1], lw=1)
+    a.set_xlabel("RL step"), a.set_ylabel("mean reward"), a.set_title("training reward"), a.legend()
+    doms = sorted(before.by_domain())
+    xs = range(len(doms))
+    b.bar([x - 0.2 for x in xs], [before.pass_at_1(d) for d in doms], 0.4, label="before RL")
+    b.bar([x + 0.2 for x in xs], [after.pass_at_1(d) for d in doms], 0.4, label="after RL")
+    b.set_xticks(list(xs), doms), b.set_ylim(0, 1), b.set_title("held-out pass@1"), b.legend()
+    fig.tight_layout()
+    path = run_dir / "reward_curve.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def summarize(before: HeldoutResult, after: HeldoutResult, wall_s: float) -> dict:
+    overall = paired_mcnemar(before, after)
+    return {
+        "before": {"pass@1": before.mean_over_domains(), "domains": before.by_domain()},
+        "after": {"pass@1": after.mean_over_domains(), "domains": after.by_domain()},
+        "p_value": overall.p_value,
+        "n_tasks": overall.n,
+        "flips": {"pass_to_fail": overall.before_only, "fail_to_pass": overall.after_only},
+        "domain_p_values": {d: paired_mcnemar(before, after, d).p_value for d in before.by_domain()},
+        "infra_errors": {"before": before.infra_errors, "after": after.infra_errors},
+        "wall_s": wall_s,
+    }
+
+
+def run_quickstart(cfg: RunConfig, run_dir: Path, resume: bool = False, report: Report | None = None,
+                   sandbox: Any = None) -> dict:
+    """Run every phase in one event loop (the sandbox pool and verifier runner live on it)."""
+    return asyncio.run(_quickstart(cfg, run_dir, resume, report, sandbox))
+
+
+async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Report | None, sandbox: Any) -> dict:
+    import copy
+
+    import torch
+
+    from posttrain.rollout import make_engine
+    from posttrain.sandbox import default_sandbox
+    from posttrain.train.rl import build_state, train_rl
+    from posttrain.verifiers.run import VerifierRunner
+
+    t0 = time.perf_counter()
+    report = report or (lambda phase, info: None)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_config(cfg, run_dir / "config.yaml")
+    sandbox = sandbox or default_sandbox()
+    splits = make_splits(cfg)
+    model, tok = sft_phase(cfg, run_dir, splits, report)
+    runner = VerifierRunner(sandbox, concurrency=4, retries=cfg.sandbox.retries)
+    eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
+    before = await eval_phase("before", run_dir, eng, tok, splits.held_out, runner, cfg.eval.max_new_tokens, report)
+    report("before", {"pass@1": before.by_domain()})
+    st = build_state(cfg, run_dir, model, tok, splits.train, splits.held_out, sandbox, resume=resume)
+    await train_rl(st, on_step=lambda s, row: report("rl", {"step": s + 1, "total": cfg.rl.steps, **row}))
+    after = await eval_phase("after", run_dir, st.engine, tok, splits.held_out, st.runner, cfg.eval.max_new_tokens, report)
+    summary = summarize(before, after, time.perf_counter() - t0)
+    if resume and (run_dir / "summary.json").is_file():
+        summary["wall_s"] += json.loads((run_dir / "summary.json").read_text()).get("wall_s", 0.0)
+    plot_rewards(run_dir, st.metrics.read(), before, after)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    st.metrics.close()
+    st.store.close()
+    return summary

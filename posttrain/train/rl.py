@@ -1,0 +1,206 @@
+"""The RL loop: rollout, verifiable rewards, advantages, clipped update, versioned sync.
+
+    for step in range(start, cfg.rl.steps):
+        tasks = scheduler.next_batch(n)                          # stratified, pass-rate adaptive
+        trajs = await rollout(engine, tasks)                     # 1. sample trajectories
+        trajs = await verifier.verify_all(tasks, trajs)          # 2. verifiable rewards + format rule
+        scheduler.observe(groups)                                # pass rates -> sampling weights
+        adv = estimate_advantages(rewards)                       # 3. group-relative advantages
+        stats = update_policy(policy, trajs, adv, cfg)           # 3. clipped policy-gradient step
+        sync_weights(policy, engine, version)                    # 4. versioned, verified weight sync
+        evaluate / checkpoint / log
+
+Everything the loop needs lives in `RLState` (built fresh or from a checkpoint); every
+piece the loop calls is a module of its own. Infra-error samples are stored but never
+enter the gradient. Ctrl-C saves a checkpoint at the last finished step.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from posttrain.config import RunConfig
+from posttrain.eval.heldout import HeldoutResult, evaluate_heldout
+from posttrain.registry import registry
+from posttrain.rollout import make_engine
+from posttrain.rollout.engine import SamplingParams
+from posttrain.rollout.single_turn import rollout_single_turn
+from posttrain.schedule import Scheduler
+from posttrain.store.metrics import MetricsLog
+from posttrain.store.trajectories import TrajectoryStore
+from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint, set_rng_state
+from posttrain.train.update import update_policy
+from posttrain.types import Task, Trajectory
+from posttrain.verifiers.run import VerifierRunner
+
+
+@dataclass
+class RLState:
+    cfg: RunConfig
+    run_dir: Path
+    model: Any
+    tok: Any
+    engine: Any
+    opt: torch.optim.Optimizer
+    scheduler: Scheduler
+    runner: VerifierRunner
+    store: TrajectoryStore
+    metrics: MetricsLog
+    train_tasks: list[Task]
+    eval_tasks: list[Task]
+    ref_model: Any | None = None
+    step: int = 0  # next step to run
+    version: int = 0  # weights version held by the engine
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks: Sequence[Task],
+                eval_tasks: Sequence[Task], sandbox: Any, resume: bool = False) -> RLState:
+    torch.manual_seed(cfg.seed)
+    mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in train_tasks)}
+    sched = Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.policy, seed=cfg.seed,
+                      **cfg.schedule.args)
+    ckpt = latest_checkpoint(run_dir) if resume else None
+    if ckpt is not None:
+        from posttrain.models import load_policy
+
+        model, tok = load_policy(ckpt)
+    engine = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99))
+    ref = copy.deepcopy(model).eval() if cfg.rl.kl_coef > 0 else None
+    st = RLState(cfg, run_dir, model, tok, engine, opt, sched,
+                 VerifierRunner(sandbox, concurrency=max(2, cfg.sandbox.concurrency or 4), retries=cfg.sandbox.retries,
+                                format_weight=cfg.rl.format_weight),
+                 TrajectoryStore(run_dir / "trajectories.sqlite"), MetricsLog(run_dir),
+                 list(train_tasks), list(eval_tasks), ref)
+    if ckpt is not None:
+        ts = load_trainer_state(ckpt)
+        st.opt.load_state_dict(ts["optimizer"])
+        st.scheduler.load_state_dict(ts["scheduler"])
+        set_rng_state(ts["rng"])
+        st.step, st.version = ts["step"] + 1, ts["version"]
+        if ref is not None and "ref_model" in ts:
+            ref.load_state_dict(ts["ref_model"])
+        st.engine.load_weights(st.model.state_dict(), st.version)
+        st.store.truncate_after(ts["step"])
+        st.metrics.truncate_after(ts["step"])
+    return st
+
+
+def group_by_task(trajs: Sequence[Trajectory]) -> list[list[Trajectory]]:
+    groups: dict[int, list[Trajectory]] = {}
+    for t in trajs:
+        groups.setdefault(t.group, []).append(t)
+    return [groups[g] for g in sorted(groups)]
+
+
+def estimate_advantages(groups: Sequence[Sequence[Trajectory]], name: str) -> torch.Tensor:
+    """One advantage per trajectory ([B], flattened group-major); infra errors get 0."""
+    fn = registry("advantage").get(name)
+    out = []
+    for g in groups:
+        scored = [t for t in g if not t.infra_error]
+        if len(scored) < 2:
+            out += [0.0] * len(g)
+            continue
+        adv = iter(fn(torch.tensor([[t.reward for t in scored]], dtype=torch.float32))[0].tolist())
+        out += [0.0 if t.infra_error else next(adv) for t in g]
+    return torch.tensor(out)
+
+
+def sync_weights(st: RLState) -> float:
+    """Push the trainer's weights to the engine as a new version; returns seconds spent."""
+    t0 = time.perf_counter()
+    st.version += 1
+    st.engine.load_weights({k: v.detach() for k, v in st.model.state_dict().items()}, st.version)
+    return time.perf_counter() - t0
+
+
+async def rl_step(st: RLState) -> dict[str, float]:
+    cfg, t0 = st.cfg.rl, time.perf_counter()
+    tasks = st.scheduler.next_batch(cfg.prompts_per_step)
+    params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
+                            n=cfg.group_size, seed=st.cfg.seed * 100_003 + st.step)
+    trajs = await rollout_single_turn(st.engine, st.tok, tasks, params, step=st.step)
+    t_gen = time.perf_counter()
+    trajs = await st.runner.verify_all({t.id: t for t in tasks}, trajs)
+    t_ver = time.perf_counter()
+    groups = group_by_task(trajs)
+    st.scheduler.observe(groups)
+    keep = st.scheduler.filter_groups(groups)
+    train_groups = [g for g, k in zip(groups, keep) if k]
+    flat = [t for g in train_groups for t in g]
+    adv = estimate_advantages(train_groups, cfg.advantage)
+    learn = [i for i, t in enumerate(flat) if not t.infra_error]
+    stats: dict[str, float] = {}
+    if learn:
+        stats = update_policy(st.model, st.opt, [flat[i] for i in learn], adv[learn], cfg, st.tok.pad_token_id,
+                              st.ref_model)
+    t_upd = time.perf_counter()
+    sync_s = sync_weights(st)
+    st.store.put_many(trajs)
+    scored = [t for t in trajs if not t.infra_error]
+    by_dom: dict[str, list[float]] = {}
+    for t in scored:
+        by_dom.setdefault(t.domain, []).append(t.reward)
+    step_s = time.perf_counter() - t0
+    row = {
+        "reward/mean": sum(t.reward for t in scored) / max(1, len(scored)),
+        **{f"reward/{d}": sum(v) / len(v) for d, v in by_dom.items()},
+        "groups/dropped_frac": 1 - len(train_groups) / max(1, len(groups)),
+        "infra_error_frac": 1 - len(scored) / max(1, len(trajs)),
+        "format_fail_frac": sum(1 for t in scored if t.verify.details.get("rule") == "format") / max(1, len(scored)),
+        "completion_tokens/mean": sum(len(t.turns[0].token_ids) for t in trajs) / max(1, len(trajs)),
+        "time/generate_s": t_gen - t0, "time/verify_s": t_ver - t_gen, "time/update_s": t_upd - t_ver,
+        "time/sync_s": sync_s, "time/step_s": step_s, "time/sync_frac": sync_s / step_s,
+        "weights_version": st.version,
+        **{f"train/{k}": v for k, v in stats.items()},
+        **st.scheduler.metrics(),
+    }
+    return row
+
+
+async def run_eval(st: RLState) -> HeldoutResult:
+    return await evaluate_heldout(st.engine, st.tok, st.eval_tasks, st.runner, st.cfg.eval.max_new_tokens, st.step)
+
+
+def save(st: RLState, step: int) -> None:
+    state = {"optimizer": st.opt.state_dict(), "scheduler": st.scheduler.state_dict(), "step": step,
+             "version": st.version}
+    if st.ref_model is not None:
+        state["ref_model"] = st.ref_model.state_dict()
+    save_checkpoint(st.run_dir, step, st.model, st.tok, state, keep=st.cfg.rl.keep_checkpoints)
+
+
+async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = None) -> RLState:
+    """Run steps st.step .. cfg.rl.steps-1. Checkpoints every `checkpoint_every` and at the end."""
+    cfg = st.cfg.rl
+    last_done = st.step - 1
+    try:
+        while st.step < cfg.steps:
+            row = await rl_step(st)
+            if cfg.eval_every and (st.step + 1) % cfg.eval_every == 0:
+                res = await run_eval(st)
+                row.update({f"eval/pass@1/{d}": v for d, v in res.by_domain().items()})
+                row["eval/pass@1"] = res.mean_over_domains()
+            st.metrics.log(st.step, row)
+            st.history.append(row)
+            last_done = st.step
+            if on_step is not None:
+                on_step(st.step, row)
+            if cfg.checkpoint_every and (st.step + 1) % cfg.checkpoint_every == 0:
+                save(st, st.step)
+            st.step += 1
+    except KeyboardInterrupt:
+        if last_done >= 0:
+            save(st, last_done)
+        raise
+    if last_done >= 0 and latest_checkpoint(st.run_dir) != st.run_dir / "checkpoints" / f"step-{last_done}":
+        save(st, last_done)
+    return st

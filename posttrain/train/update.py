@@ -1,0 +1,62 @@
+"""One policy-gradient update over a batch of scored trajectories.
+
+    stats = update_policy(model, optimizer, trajs, adv, cfg, ref_model=None)
+
+`adv` is one advantage per trajectory ([B]). Trajectories with an infrastructure error
+are excluded before this call. The loss and KL estimator come from their registries by
+the names in `cfg` (`rl.loss`, `rl.kl_estimator`); this file has no algorithm switch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+
+from posttrain.config import RLConfig
+from posttrain.registry import registry
+from posttrain.train.batching import pack_trajectories, token_logprobs
+from posttrain.train.losses import entropy_from_logits
+from posttrain.types import Trajectory
+
+
+class NonFiniteLoss(RuntimeError):
+    pass
+
+
+def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajectory], adv: torch.Tensor,
+                  cfg: RLConfig, pad_id: int, ref_model: Any | None = None) -> dict[str, float]:
+    loss_fn = registry("loss").get(cfg.loss)
+    kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ref_model is not None else None
+    model.train()
+    order = torch.arange(len(trajs))
+    n_mb = max(1, min(cfg.minibatches, len(trajs)))
+    totals: dict[str, float] = {}
+    for _epoch in range(cfg.update_epochs):
+        for mb in torch.chunk(order, n_mb):
+            sub = [trajs[i] for i in mb.tolist()]
+            tb = pack_trajectories(sub, pad_id)
+            logp, logits = token_logprobs(model, tb.input_ids, tb.attention_mask, with_logits=True)  # [b, L-1]
+            loss, st = loss_fn(logp, tb.old_logp, adv[mb], tb.loss_mask, clip_eps=cfg.clip_eps,
+                               clip_eps_high=cfg.clip_eps_high, max_tokens=cfg.max_new_tokens)
+            if kl_fn is not None:
+                with torch.no_grad():
+                    ref_logp, _ = token_logprobs(ref_model, tb.input_ids, tb.attention_mask)
+                kl = (kl_fn(logp, ref_logp) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
+                loss = loss + cfg.kl_coef * kl
+                st["kl"] = float(kl)
+            if not math.isfinite(float(loss)):
+                raise NonFiniteLoss(f"non-finite loss {float(loss)} on minibatch of tasks {[t.task_id for t in sub[:4]]}")
+            opt.zero_grad(set_to_none=True)
+            (loss / 1.0).backward()
+            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+            opt.step()
+            with torch.no_grad():
+                ent = (entropy_from_logits(logits) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
+                mismatch = ((logp - tb.old_logp).abs() * tb.loss_mask).max()
+            for k, v in {"loss": float(loss), "grad_norm": float(gnorm), "entropy": float(ent),
+                         "logprob_mismatch": float(mismatch), **st}.items():
+                totals[k] = totals.get(k, 0.0) + v / (n_mb * cfg.update_epochs)
+    model.eval()
+    return totals
