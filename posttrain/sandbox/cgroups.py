@@ -205,9 +205,12 @@ def sweep_stale() -> int:
         return 0
     own = _own_paths()
     parents = [ROOT / own[""].lstrip("/")] if version == "v2" else [ROOT / c / own[c].lstrip("/") for c in ("memory", "pids", "cpuacct") if c in own]
+    # Also siblings of our own cgroup: a launcher that puts each job in its own cgroup
+    # (as here) leaves a dead job's posttrain cgroups next to ours, not under it.
+    parents += [p.parent / "*" for p in parents if p.parent != ROOT and p.parent.parent != ROOT]
     removed = 0
     for parent in parents:
-        for d in parent.glob("posttrain-*-*"):
+        for d in parent.parent.glob(f"{parent.name}/posttrain-*-*") if parent.name == "*" else parent.glob("posttrain-*-*"):
             try:
                 pid = int(d.name.split("-")[1])
             except ValueError:

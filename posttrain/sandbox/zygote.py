@@ -13,6 +13,7 @@ holds only the zygote's own processes again. Any doubt -> the slot is recycled.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import socket
@@ -82,6 +83,24 @@ def _send_msg(sock: socket.socket, obj: dict, payload: bytes = b"", fds: Sequenc
         sock.setblocking(False)
 
 
+_LIVE: "set[Zygote]" = set()  # strong refs: an unclosed pool may be garbage before atexit runs
+
+
+@atexit.register
+def _cleanup_at_exit() -> None:
+    """A pool nobody closed: its zygotes die with us (--die-with-parent); remove their cgroups."""
+    for z in list(_LIVE):
+        if z.launched is not None:
+            try:
+                z.launched.proc.kill()
+                z.launched.proc.wait(timeout=2)
+            except Exception:  # noqa: BLE001 - best effort at interpreter exit
+                pass
+        if z.cg is not None:
+            z.cg.remove()
+            z.cg = None
+
+
 class Zygote:
     def __init__(self, image: Image, netns_per_exec: bool = False) -> None:
         self.image = image
@@ -95,6 +114,7 @@ class Zygote:
 
     async def start(self, timeout_s: float = 20.0) -> None:
         self.cg = Cgroup.create(1 << 30, 64)
+        _LIVE.add(self)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         cmd = [f"{PY_INSIDE}/bin/python3", f"{AGENT_INSIDE}/zygote_main.py", str(theirs.fileno())]
         binds = (*self.image.binds(), "--ro-bind", str(agent_dir()), AGENT_INSIDE, "--cap-add", "CAP_SYS_ADMIN")
@@ -220,6 +240,7 @@ class Zygote:
         if self.cg is not None:
             self.cg.remove()
             self.cg = None
+        _LIVE.discard(self)
 
 
 def _rlimit_names(table: dict[int, int]) -> dict[str, int]:
