@@ -55,7 +55,8 @@ class FastEngine:
                  block_size: int = 16, cache_mb: float = 64.0, cache_outputs: bool = True,
                  speculative: str | None = None, num_draft: int = 4, draft_model: Any = None, ngram_max: int = 3,
                  device: str | None = None, dtype: str | None = None, cuda_graphs: bool = False,
-                 prefill_tokens: int = 8192, seed: int = 0) -> None:
+                 prefill_tokens: int = 8192, seed: int = 0, ignore_eos: bool = False,
+                 static_decode: bool = False) -> None:
         eos = getattr(tokenizer, "eos_token_id", None)
         if eos is None:
             raise ModelError("tokenizer has no EOS token (eos_token_id is None): generation could never stop; "
@@ -69,7 +70,7 @@ class FastEngine:
         self.tok = tokenizer
         gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
         extra = gen_eos if isinstance(gen_eos, (list, tuple)) else [gen_eos] if gen_eos is not None else []
-        self.finisher = Finisher(tokenizer, {eos, *extra})
+        self.finisher = Finisher(tokenizer, set() if ignore_eos else {eos, *extra})  # ignore_eos: benchmarks
         s = self.lm.shape
         self.max_len = min(s.max_pos, max_model_len or s.max_pos)
         self.max_batch, self.prefill_tokens, self.cache_outputs = max_batch, prefill_tokens, cache_outputs
@@ -80,8 +81,8 @@ class FastEngine:
         if speculative is not None:
             self.spec = registry("speculator").get(speculative)(
                 self, num_draft=num_draft, draft_model=draft_model, ngram_max=ngram_max)
-        self.cuda_graphs = cuda_graphs and self.lm.device.type == "cuda"
-        self._graph = None
+        self._static = None  # StaticDecoder when CUDA graphs are on (fast_cuda.py)
+        self._static_opts = (cuda_graphs and self.lm.device.type == "cuda") or static_decode
         self._rng = random.Random(seed)
         self.weights_version = 0
         self.last_sync: SyncReport | None = None
@@ -179,8 +180,13 @@ class FastEngine:
         if self.lanes is None or self.lanes.n < need_n or self.lanes.cap < need_len:
             n = max(need_n, self.lanes.n if self.lanes else 0)
             cap = max(need_len, self.lanes.cap if self.lanes else 0)
+            if self._static_opts:
+                from posttrain.rollout.fast_cuda import StaticDecoder, bucket
+
+                n = bucket(n, 1 << 30)
             self.lanes = self.lm.new_lanes(n, cap)
-            self._graph = None
+            if self._static_opts:
+                self._static = StaticDecoder(self, compile=self.lm.device.type == "cuda")
             if self.spec is not None:
                 self.spec.resize(n, cap)
 
@@ -195,7 +201,7 @@ class FastEngine:
 
     def _admit(self, queue: deque, requests: Sequence[GenRequest], done: dict) -> None:
         """Move waiting samples into free lanes; prefill each admitted prompt once."""
-        free = self.lanes.n - len(self.active)
+        free = min(self.lanes.n, self.max_batch) - len(self.active)
         chunks: list[tuple[_Waiting, list[int]]] = []
         budget = self.prefill_tokens
         while queue and free > 0 and (not chunks or budget >= len(requests[queue[0].req].prompt_ids)):
@@ -245,13 +251,12 @@ class FastEngine:
         dev = self.lm.device
         tokens = torch.tensor([s.last for s in act], device=dev)[:, None]  # [n, 1]
         start = torch.tensor([s.pos for s in act], device=dev)  # [n]
-        if self.cuda_graphs:
-            from posttrain.rollout.fast_cuda import graph_decode
-
-            logits = graph_decode(self, tokens, start)
+        if self._static is not None:
+            logits = self._static.logits(tokens, start)
         else:
             logits = self.lm.logits(self.lm.forward(tokens, start, self.lanes)[:, 0])  # [n, V]
-        tok, lp = sample(logits, self.row_params(), start + 1)
+        sampler = self._static.sample if self._static is not None else sample
+        tok, lp = sampler(logits, self.row_params(), start + 1)
         out = []
         for s, t, l in zip(act, tok.tolist(), lp.tolist()):
             s.pos += 1

@@ -159,17 +159,19 @@ class FastLM:
         return Lanes(self.shape, n, cap, self.dtype, self.device)
 
     # ---- forward ------------------------------------------------------------------------
-    def forward(self, tokens: torch.Tensor, start: torch.Tensor, lanes: Lanes, row0: int = 0) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, start: torch.Tensor, lanes: Lanes, row0: int = 0,
+                width: int | None = None) -> torch.Tensor:
         """Hidden states [B, T, hidden] for `tokens` [B, T] at positions start[b] + t.
 
         Row b reads and writes lane row0 + b; its keys at positions <= start[b] + t are
         visible to query t (causal). Padding queries past a row's real tokens write KV
-        past its length, which later writes overwrite and masks never expose.
+        past its length, which later writes overwrite and masks never expose. `width`
+        fixes the number of key positions read (static shapes for CUDA graphs).
         """
         s = self.shape
         B, T = tokens.shape
         pos = start[:, None] + torch.arange(T, device=tokens.device)  # [B, T]
-        Lm = int(start.max()) + T
+        Lm = width if width is not None else int(start.max()) + T  # keys read; static under CUDA graphs
         rpos = pos.clamp(max=self.cos.shape[0] - 1)  # padding queries may run past the table
         cos, sin = self.cos[rpos][:, :, None], self.sin[rpos][:, :, None]  # [B, T, 1, D]
         visible = torch.arange(Lm, device=tokens.device) <= pos[..., None]  # [B, T, Lm]

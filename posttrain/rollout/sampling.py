@@ -47,9 +47,19 @@ def row_keys(seed: torch.Tensor, sample: torch.Tensor, pos: torch.Tensor, stream
     return mix32(k ^ (pos & M32))
 
 
+_COLS: dict[tuple[int, str], torch.Tensor] = {}
+
+
+def _col_keys(width: int, device: torch.device) -> torch.Tensor:
+    key = (width, str(device))
+    if key not in _COLS:
+        _COLS[key] = mix32(torch.arange(width, device=device, dtype=torch.int64) * 0x9E3779B1 & M32)
+    return _COLS[key]
+
+
 def uniforms(keys: torch.Tensor, width: int) -> torch.Tensor:
     """[B] keys -> [B, width] uniforms in (0, 1), fp32."""
-    cols = mix32(torch.arange(width, device=keys.device, dtype=torch.int64) * 0x9E3779B1 & M32)
+    cols = _col_keys(width, keys.device)
     bits = mix32(keys[:, None] ^ cols[None])  # [B, width]
     return ((bits >> 8).float() + 0.5) * (1.0 / (1 << 24))
 

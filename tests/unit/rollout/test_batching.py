@@ -60,3 +60,14 @@ def test_deadline_returns_partial_output_without_blocking_others(tiny):
     assert len(late.logprobs) == len(late.token_ids)
     assert ok.finish_reason in ("length", "stop") and expired.finish_reason == "deadline"
     assert expired.token_ids == ()
+
+
+def test_static_shape_decode_path_matches_dynamic(tiny):
+    """The CUDA-graph path (bucketed batch, full-capacity keys), run eagerly on CPU."""
+    model, tok = tiny
+    reqs = _mixed_requests()
+    dyn = FastEngine(model, tok, max_batch=5).generate(reqs)
+    eng = FastEngine(model, tok, max_batch=5, static_decode=True)
+    stat = eng.generate(reqs)
+    assert eng._static is not None and eng.lanes.n == 8
+    assert [o.token_ids for o in stat] == [o.token_ids for o in dyn]
