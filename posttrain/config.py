@@ -63,6 +63,39 @@ class SFTConfig(Section):
     eval_every: int = 0
     data: str | None = None  # JSONL of chat examples; None -> oracle demonstrations
     pack: bool = False
+    eval_data: str | None = None  # JSONL held out for eval loss; None -> eval_frac of `data`
+    eval_frac: float = 0.1
+
+
+class LoraConfig(Section):
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    target_modules: list[str] = ["q_proj", "v_proj"]
+
+
+class TrainerConfig(Section):
+    """Machinery shared by the sft, dpo and rl recipes (posttrain/train/lora.py applies it)."""
+
+    lora: LoraConfig | None = None  # None -> full fine-tuning
+    gradient_checkpointing: bool = False
+    grad_accum: int = 1  # micro-batches per optimizer step
+    precision: str = "auto"  # auto -> bf16 autocast where the device has it, else fp32; or fp32 / bf16
+
+
+class DPOConfig(Section):
+    loss: str = "sigmoid"  # sigmoid | ipo
+    beta: float = 0.1
+    steps: int = 100
+    lr: float = 1e-4
+    batch_size: int = 16
+    max_len: int = 256
+    warmup_steps: int = 5
+    data: str | None = None  # JSONL pairs {prompt|messages, chosen, rejected}
+    from_run: str | None = None  # or: build pairs from this run's trajectories.sqlite
+    min_reward_gap: float = 0.5
+    eval_every: int = 0
+    eval_frac: float = 0.1
 
 
 class RLConfig(Section):
@@ -112,6 +145,18 @@ class EvalConfig(Section):
     max_new_tokens: int = 24
 
 
+class AgentConfig(Section):
+    """Multi-step episodes (tasks with limits.max_steps > 1): budgets and reward shaping."""
+
+    step_weight: float = 0.1  # bonus * (1 - steps / max_steps), on solved episodes only
+    malformed_penalty: float = 0.1  # subtracted per malformed tool call
+    obs_max_chars: int = 2000  # observations are truncated to this, with a marker
+    token_budget: int = 0  # whole conversation; 0 -> the engine's context
+    time_budget_s: float = 0.0  # per episode; 0 -> the task's limits.timeout_s
+    concurrency: int = 64  # episodes (and sandbox sessions) alive at once
+    retries: int = 1  # re-runs of an episode whose sandbox failed
+
+
 class ClusterConfig(Section):
     address: str | None = None
 
@@ -124,11 +169,14 @@ class RunConfig(Section):
     tasks: TasksConfig = TasksConfig()
     sft: SFTConfig = SFTConfig()
     rl: RLConfig = RLConfig()
+    dpo: DPOConfig = DPOConfig()
+    trainer: TrainerConfig = TrainerConfig()
     engine: EngineConfig = EngineConfig()
     sandbox: SandboxConfig = SandboxConfig()
     schedule: ScheduleConfig = ScheduleConfig()
     eval: EvalConfig = EvalConfig()
     cluster: ClusterConfig = ClusterConfig()
+    agent: AgentConfig = AgentConfig()
     threads: int = Field(default=0, description="torch threads; 0 -> all cores")
 
 
