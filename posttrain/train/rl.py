@@ -127,9 +127,15 @@ async def rl_step(st: RLState) -> dict[str, float]:
     tasks = st.scheduler.next_batch(cfg.prompts_per_step)
     params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
                             n=cfg.group_size, seed=st.cfg.seed * 100_003 + st.step)
-    trajs = await rollout_single_turn(st.engine, st.tok, tasks, params, step=st.step)
-    t_gen = time.perf_counter()
-    trajs = await st.runner.verify_all({t.id: t for t in tasks}, trajs)
+    if any(t.limits.max_steps > 1 for t in tasks):  # agent episodes are scored inside the rollout
+        from posttrain.rollout.agent_rl import rollout_mixed
+
+        trajs = await rollout_mixed(st.engine, st.tok, tasks, params, st.cfg.agent, st.runner, step=st.step)
+        t_gen = time.perf_counter()
+    else:
+        trajs = await rollout_single_turn(st.engine, st.tok, tasks, params, step=st.step)
+        t_gen = time.perf_counter()
+        trajs = await st.runner.verify_all({t.id: t for t in tasks}, trajs)
     t_ver = time.perf_counter()
     groups = group_by_task(trajs)
     st.scheduler.observe(groups)
@@ -156,7 +162,7 @@ async def rl_step(st: RLState) -> dict[str, float]:
         "groups/dropped_frac": 1 - len(train_groups) / max(1, len(groups)),
         "infra_error_frac": 1 - len(scored) / max(1, len(trajs)),
         "format_fail_frac": sum(1 for t in scored if t.verify.details.get("rule") == "format") / max(1, len(scored)),
-        "completion_tokens/mean": sum(len(t.turns[0].token_ids) for t in trajs) / max(1, len(trajs)),
+        "completion_tokens/mean": sum(len(x.token_ids) for t in trajs for x in t.turns if x.trainable) / max(1, len(trajs)),
         "time/generate_s": t_gen - t0, "time/verify_s": t_ver - t_gen, "time/update_s": t_upd - t_ver,
         "time/sync_s": sync_s, "time/step_s": step_s, "time/sync_frac": sync_s / step_s,
         "weights_version": st.version,
