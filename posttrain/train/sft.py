@@ -60,3 +60,139 @@ def sft_train(model: Any, tokenizer: Any, examples: Sequence[Example], cfg: SFTC
             on_step(step, float(loss))
     model.eval()
     return losses
+
+
+# ---- the `posttrain sft CONFIG` recipe: JSONL chat data, packing, eval loss, run directory ----
+
+Encoded = tuple[list[int], list[int]]  # (ids, assistant-token mask), see chat_data.encode_conversation
+
+
+def batch_loss(model: Any, items: Sequence[Encoded], pad_id: int, pack: bool, max_len: int) -> tuple[torch.Tensor, float]:
+    """(summed NLL over learned tokens, number of learned tokens) for one micro-batch."""
+    from posttrain.train.packing import batch_logprobs, pack_examples, packed_batch, padded_batch, truncate
+
+    pb = packed_batch(pack_examples(items, max_len), pad_id) if pack else \
+        padded_batch([truncate(e, max_len) for e in items], pad_id)
+    logp = batch_logprobs(model, pb)  # [R, L-1]
+    return -(logp * pb.loss_mask).sum(), float(pb.loss_mask.sum())
+
+
+def eval_loss(model: Any, items: Sequence[Encoded], pad_id: int, pack: bool, max_len: int, batch: int = 64) -> float:
+    """Token-mean NLL over `items` (no gradient)."""
+    was = model.training
+    model.eval()
+    tot, n = 0.0, 0.0
+    with torch.no_grad():
+        for i in range(0, len(items), batch):
+            s, k = batch_loss(model, items[i:i + batch], pad_id, pack, max_len)
+            tot, n = tot + float(s), n + k
+    model.train(was)
+    return tot / max(n, 1.0)
+
+
+def train_encoded(model: Any, pad_id: int, train: Sequence[Encoded], cfg: SFTConfig, tcfg: Any, seed: int = 0,
+                  evals: Sequence[Encoded] = (), on_step: Callable[[int, dict], None] | None = None) -> list[dict]:
+    """SFT on pre-encoded (ids, mask) items with packing, grad accumulation and periodic eval."""
+    from posttrain.train.lora import autocast, trainable_parameters
+    from posttrain.train.update import NonFiniteLoss
+
+    rng = random.Random(seed)
+    params = trainable_parameters(model)
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.warmup_steps, cfg.steps))
+    accum = max(1, tcfg.grad_accum)
+    model.train()
+    history = []
+    for step in range(cfg.steps):
+        batch = [train[rng.randrange(len(train))] for _ in range(cfg.batch_size)]
+        micro = [batch[i::accum] for i in range(accum) if batch[i::accum]]
+        n_tok = sum(sum(m[1:]) for _, m in (_trunc(e, cfg.max_len) for e in batch))  # denominator of the full batch
+        opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for k, mb in enumerate(micro):
+            with autocast(tcfg):
+                s, _ = batch_loss(model, mb, pad_id, cfg.pack, cfg.max_len)
+            loss = s / max(n_tok, 1)
+            if not math.isfinite(float(loss.detach())):
+                raise NonFiniteLoss(f"non-finite SFT loss at step {step}, micro-batch {k}")
+            loss.backward()
+            total += float(loss.detach())
+        gnorm = torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        row = {"loss": total, "grad_norm": float(gnorm), "lr": sched.get_last_lr()[0], "tokens": n_tok}
+        if evals and cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
+            row["eval/loss"] = eval_loss(model, evals, pad_id, cfg.pack, cfg.max_len)
+        history.append(row)
+        if on_step is not None:
+            on_step(step, row)
+    model.eval()
+    return history
+
+
+def _trunc(e: Encoded, max_len: int) -> Encoded:
+    from posttrain.train.packing import truncate
+
+    return truncate(e, max_len)
+
+
+def sft_data(cfg: Any, tok: Any) -> tuple[list[Encoded], list[Encoded]]:
+    """(train, eval) items: from `sft.data` JSONL (eval from `sft.eval_data` or a seeded
+    `sft.eval_frac` split), or else oracle demonstrations of the configured task domains."""
+    from posttrain.train.chat_data import encode_all, load_sft_jsonl
+
+    s = cfg.sft
+    if s.data is None:
+        from posttrain.train.quickstart import make_splits
+
+        sp = make_splits(cfg)
+        demo = lambda ts: [(*t.prompt, Message("assistant", t.oracle)) for t in ts if t.oracle is not None]  # noqa: E731
+        return encode_all(tok, demo(sp.train), "oracle demos"), encode_all(tok, demo(sp.held_out), "held-out demos")
+    train = encode_all(tok, load_sft_jsonl(s.data), s.data)
+    if s.eval_data is not None:
+        return train, encode_all(tok, load_sft_jsonl(s.eval_data), s.eval_data)
+    if not s.eval_every or len(train) < 2:
+        return train, []
+    order = list(range(len(train)))
+    random.Random(cfg.seed).shuffle(order)
+    k = max(1, int(len(train) * s.eval_frac))
+    return [train[i] for i in order[k:]], [train[i] for i in order[:k]]
+
+
+def run_sft(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None = None) -> dict:
+    """The `posttrain sft CONFIG` recipe: base model -> SFT -> `run_dir/model` (+ metrics, summary)."""
+    import json
+    from pathlib import Path
+
+    from posttrain.config import dump_config
+    from posttrain.models import save_policy
+    from posttrain.store.metrics import MetricsLog
+    from posttrain.train.lora import export_model, prepare_model
+    from posttrain.train.quickstart import build_base
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_config(cfg, run_dir / "config.yaml")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    model, tok = build_base(cfg, run_dir)
+    train, evals = sft_data(cfg, tok)
+    model = prepare_model(model, cfg.trainer)
+    metrics = MetricsLog(run_dir)
+    report = report or (lambda phase, info: None)
+    before = eval_loss(model, evals, tok.pad_token_id, cfg.sft.pack, cfg.sft.max_len) if evals else None
+
+    def on_step(step: int, row: dict) -> None:
+        metrics.log(step, row)
+        report("sft", {"step": step + 1, "total": cfg.sft.steps, **row})
+
+    try:
+        hist = train_encoded(model, tok.pad_token_id, train, cfg.sft, cfg.trainer, cfg.seed, evals, on_step)
+    finally:
+        metrics.close()
+    out = save_policy(export_model(model), tok, run_dir / "model")
+    summary = {"model": str(out), "n_train": len(train), "n_eval": len(evals), "steps": cfg.sft.steps,
+               "final_loss": hist[-1]["loss"] if hist else None, "eval_loss_before": before,
+               "eval_loss_after": next((r["eval/loss"] for r in reversed(hist) if "eval/loss" in r), None)}
+    (run_dir / "sft_summary.json").write_text(json.dumps(summary, indent=2))
+    return summary

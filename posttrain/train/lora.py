@@ -1,0 +1,86 @@
+"""Shared trainer machinery: LoRA (through peft), gradient checkpointing, bf16 autocast.
+
+    model = prepare_model(model, cfg.trainer)        # LoRA-wrap / checkpointing as configured
+    with autocast(cfg.trainer): loss = ...           # bf16 where the device has it
+    save_policy(*export_model(model, tok), out)      # LoRA merged into a plain HF model
+
+A LoRA target module that does not exist in the model is a ConfigError naming it and
+listing the linear layers that do exist. Limits: only LoRA (no QLoRA: bitsandbytes is not
+a dependency); `precision: auto` picks bf16 only on CUDA devices that support it, because
+CPU bf16 matmuls are slower than fp32 on the laptops this runs on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from posttrain.config import TrainerConfig
+from posttrain.errors import ConfigError
+
+
+def linear_module_names(model: Any) -> list[str]:
+    """Short names (last path component) of the model's Linear layers, e.g. q_proj."""
+    import torch
+
+    return sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
+
+
+def apply_lora(model: Any, tcfg: TrainerConfig) -> Any:
+    lcfg = tcfg.lora
+    have = linear_module_names(model)
+    missing = [t for t in lcfg.target_modules if t not in have]
+    if missing:
+        raise ConfigError(f"trainer.lora.target_modules: no module named {', '.join(map(repr, missing))} in "
+                          f"{type(model).__name__}; its linear layers are: {', '.join(have)}")
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError:
+        raise ConfigError("trainer.lora needs the 'peft' package: pip install 'posttrain[lora]'") from None
+    pcfg = LoraConfig(r=lcfg.r, lora_alpha=lcfg.alpha, lora_dropout=lcfg.dropout,
+                      target_modules=list(lcfg.target_modules), task_type="CAUSAL_LM")
+    return get_peft_model(model, pcfg)
+
+
+def prepare_model(model: Any, tcfg: TrainerConfig) -> Any:
+    if tcfg.precision not in ("auto", "fp32", "bf16"):
+        raise ConfigError(f"trainer.precision must be auto, fp32 or bf16, got {tcfg.precision!r}")
+    if tcfg.grad_accum < 1:
+        raise ConfigError(f"trainer.grad_accum must be >= 1, got {tcfg.grad_accum}")
+    if tcfg.gradient_checkpointing:
+        model.config.use_cache = False
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if tcfg.lora is not None:
+        model = apply_lora(model, tcfg)
+    return model
+
+
+def use_bf16(tcfg: TrainerConfig) -> bool:
+    import torch
+
+    if tcfg.precision == "bf16":
+        return True
+    return tcfg.precision == "auto" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
+def autocast(tcfg: TrainerConfig, device_type: str = "cpu") -> contextlib.AbstractContextManager:
+    """bf16 autocast when configured; weights and optimizer state stay fp32 (mixed precision)."""
+    import torch
+
+    if not use_bf16(tcfg):
+        return contextlib.nullcontext()
+    dev = "cuda" if torch.cuda.is_available() else device_type
+    return torch.autocast(device_type=dev, dtype=torch.bfloat16)
+
+
+def export_model(model: Any) -> Any:
+    """A plain HF model to save or to hand to an engine: LoRA merged into a copy of the base."""
+    if hasattr(model, "merge_and_unload"):
+        import copy
+
+        return copy.deepcopy(model).merge_and_unload()
+    return model
+
+
+def trainable_parameters(model: Any) -> list[Any]:
+    return [p for p in model.parameters() if p.requires_grad]
