@@ -95,3 +95,28 @@ def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     """Per-token entropy [B, T] from logits [B, T, V]."""
     logp = torch.log_softmax(logits.float(), -1)
     return -(logp.exp() * logp).sum(-1)
+
+
+# ---- preference losses (DPO family), selected with `dpo.loss` ----
+# Inputs are per pair [N]: summed completion logprobs under the policy (`pc`, `pr`) and the
+# frozen reference (`rc`, `rr`) for the chosen and rejected completions, and their token
+# counts (`nc`, `nr`). Each returns the per-pair loss [N].
+
+
+def dpo_loss(name: str):
+    from posttrain.registry import registry
+
+    return registry("dpo_loss").register(name)
+
+
+@dpo_loss("sigmoid")
+def dpo_sigmoid(pc, pr, rc, rr, nc, nr, beta: float) -> torch.Tensor:
+    """DPO (Rafailov et al.): -log sigmoid(beta * ((pc - rc) - (pr - rr)))."""
+    return -torch.nn.functional.logsigmoid(beta * ((pc - rc) - (pr - rr)))  # [N]
+
+
+@dpo_loss("ipo")
+def dpo_ipo(pc, pr, rc, rr, nc, nr, beta: float) -> torch.Tensor:
+    """IPO (Azar et al., eq. 17) on per-token log-ratios, as in TRL: (h - 1/(2 beta))^2."""
+    h = (pc - rc) / nc.clamp(min=1) - (pr - rr) / nr.clamp(min=1)  # [N]
+    return (h - 1 / (2 * beta)) ** 2

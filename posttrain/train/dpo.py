@@ -1,0 +1,258 @@
+"""Direct preference optimisation: `posttrain dpo CONFIG`.
+
+    pairs = load_pairs_jsonl("pairs.jsonl", tok)            # or pairs_from_run("runs/x", tok)
+    ref = reference_logprobs(model, pairs, pad_id)           # once, before the first step
+    history = train_dpo(model, pairs, ref, cfg.dpo, cfg.trainer, pad_id)
+
+A pair is (prompt ids, chosen ids, rejected ids), each completion ending with EOS. The
+reference model is the policy as it was before training; its summed completion logprobs
+are computed once and stored, so no second model is held in memory during training. The
+loss (`dpo.loss`: sigmoid or ipo) comes from the `dpo_loss` registry in losses.py.
+
+Pairs come from a JSONL file (`{"prompt" | "messages", "chosen", "rejected"}`, strings or
+TRL-style message lists) or from an RL run: for each task, the highest-reward against the
+lowest-reward single-turn completion, when the rewards differ by at least
+`dpo.min_reward_gap` and neither is an infrastructure error.
+
+Limits: pairs from a run use single-turn trajectories only (a multi-turn episode has no
+single completion to prefer); use `posttrain postmortem` for those.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from posttrain.errors import TaskFileError
+from posttrain.train.chat_data import encode_conversation, parse_messages, read_jsonl
+from posttrain.types import Message
+
+
+@dataclass(frozen=True)
+class Pair:
+    prompt: tuple[int, ...]
+    chosen: tuple[int, ...]
+    rejected: tuple[int, ...]
+    source: str = ""
+
+
+def _completion_text(v: Any, where: str, field: str) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list):
+        msgs = parse_messages(v, where, field)
+        if len(msgs) == 1 and msgs[0].role == "assistant":
+            return msgs[0].content
+    raise TaskFileError(f"{where}: field {field!r} must be a string or a one-message assistant list")
+
+
+def encode_pair(tok: Any, prompt: Sequence[Message], chosen: str, rejected: str, where: str) -> Pair:
+    """Through the chat template, so a template that cannot be split is a named mismatch."""
+    out = []
+    for text in (chosen, rejected):
+        ids, mask = encode_conversation(tok, (*prompt, Message("assistant", text)), where)
+        cut = mask.index(1) if 1 in mask else len(ids)
+        out.append((tuple(ids[:cut]), tuple(ids[cut:])))
+    return Pair(out[0][0], out[0][1], out[1][1], where)
+
+
+def load_pairs_jsonl(path: str | Path, tok: Any) -> list[Pair]:
+    pairs = []
+    for n, obj in read_jsonl(path):
+        where = f"{path}:{n}"
+        for k in ("chosen", "rejected"):
+            if k not in obj:
+                raise TaskFileError(f"{where}: missing field {k!r} (a DPO row needs prompt or messages, chosen, rejected)")
+        if "messages" in obj:
+            prompt = parse_messages(obj["messages"], where)
+        elif isinstance(obj.get("prompt"), str):
+            prompt = (Message("user", obj["prompt"]),)
+        elif isinstance(obj.get("prompt"), list):
+            prompt = parse_messages(obj["prompt"], where, "prompt")
+        else:
+            raise TaskFileError(f"{where}: missing field 'prompt' (a string or a message list) or 'messages'")
+        pairs.append(encode_pair(tok, prompt, _completion_text(obj["chosen"], where, "chosen"),
+                                 _completion_text(obj["rejected"], where, "rejected"), where))
+    return pairs
+
+
+def pairs_from_run(run_dir: str | Path, min_gap: float = 0.5) -> list[Pair]:
+    """Best vs worst single-turn completion per task from `run_dir/trajectories.sqlite`."""
+    from posttrain.store.trajectories import TrajectoryStore
+
+    db = Path(run_dir) / "trajectories.sqlite"
+    if not db.is_file():
+        raise TaskFileError(f"dpo.from_run: no trajectories.sqlite in {run_dir}")
+    store = TrajectoryStore(db)
+    by_task: dict[str, list] = {}
+    for t in store.iter():
+        if t.infra_error or t.error is not None or len(t.turns) != 1 or not t.turns[0].token_ids:
+            continue
+        by_task.setdefault(t.task_id, []).append(t)
+    store.close()
+    pairs = []
+    for task_id in sorted(by_task):
+        ts = sorted(by_task[task_id], key=lambda t: (-t.reward, t.step, t.sample))
+        best, worst = ts[0], ts[-1]
+        if best.reward - worst.reward >= min_gap and best.prompt_ids == worst.prompt_ids:
+            pairs.append(Pair(best.prompt_ids, best.turns[0].token_ids, worst.turns[0].token_ids,
+                              f"{task_id} step {best.step}/{worst.step}"))
+    if not pairs:
+        raise TaskFileError(f"dpo.from_run: no task in {run_dir} has completions whose rewards differ by "
+                            f">= {min_gap} (dpo.min_reward_gap)")
+    return pairs
+
+
+def sequence_logprobs(model: Any, pairs: Sequence[Pair], pad_id: int, max_len: int) -> tuple[torch.Tensor, ...]:
+    """Summed completion logprobs and token counts: (pc, pr, nc, nr), each [N]."""
+    from posttrain.train.packing import batch_logprobs, padded_batch, truncate
+
+    items = [truncate((list(p.prompt) + list(c), [0] * len(p.prompt) + [1] * len(c)), max_len)
+             for c_side in ("chosen", "rejected") for p in pairs for c in [getattr(p, c_side)]]
+    pb = padded_batch(items, pad_id)
+    logp = batch_logprobs(model, pb)  # [2N, L-1]
+    seq = (logp * pb.loss_mask).sum(-1)  # [2N]
+    n = pb.loss_mask.sum(-1)
+    N = len(pairs)
+    return seq[:N], seq[N:], n[:N], n[N:]
+
+
+@torch.no_grad()
+def reference_logprobs(model: Any, pairs: Sequence[Pair], pad_id: int, max_len: int, batch: int = 32) -> torch.Tensor:
+    """[N, 2]: the frozen reference's summed logprobs of (chosen, rejected), computed once."""
+    was = model.training
+    model.eval()
+    out = []
+    for i in range(0, len(pairs), batch):
+        pc, pr, _, _ = sequence_logprobs(model, pairs[i:i + batch], pad_id, max_len)
+        out.append(torch.stack([pc, pr], -1))
+    model.train(was)
+    return torch.cat(out)
+
+
+def pair_loss(model: Any, pairs: Sequence[Pair], ref: torch.Tensor, cfg: Any, pad_id: int) -> tuple[torch.Tensor, dict]:
+    from posttrain.registry import registry
+
+    import posttrain.train.losses  # noqa: F401  (registers the dpo_loss family)
+
+    fn = registry("dpo_loss").get(cfg.loss)
+    pc, pr, nc, nr = sequence_logprobs(model, pairs, pad_id, cfg.max_len)
+    losses = fn(pc, pr, ref[:, 0], ref[:, 1], nc, nr, beta=cfg.beta)  # [N]
+    margin = ((pc - ref[:, 0]) - (pr - ref[:, 1])).detach()
+    return losses, {"accuracy": float((margin > 0).float().mean()), "margin": float(margin.mean())}
+
+
+def evaluate_pairs(model: Any, pairs: Sequence[Pair], ref: torch.Tensor, cfg: Any, pad_id: int) -> dict[str, float]:
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        losses, st = pair_loss(model, pairs, ref, cfg, pad_id)
+    model.train(was)
+    return {"eval/loss": float(losses.mean()), "eval/accuracy": st["accuracy"], "eval/margin": st["margin"]}
+
+
+def train_dpo(model: Any, pairs: Sequence[Pair], ref: torch.Tensor, cfg: Any, tcfg: Any, pad_id: int, seed: int = 0,
+              evals: tuple[Sequence[Pair], torch.Tensor] | None = None,
+              on_step: Callable[[int, dict], None] | None = None) -> list[dict]:
+    from posttrain.train.lora import autocast, trainable_parameters
+    from posttrain.train.sft import lr_lambda
+    from posttrain.train.update import NonFiniteLoss
+
+    rng = random.Random(seed)
+    params = trainable_parameters(model)
+    opt = torch.optim.AdamW(params, lr=cfg.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.warmup_steps, cfg.steps))
+    accum = max(1, tcfg.grad_accum)
+    model.train()
+    history = []
+    for step in range(cfg.steps):
+        idx = [rng.randrange(len(pairs)) for _ in range(min(cfg.batch_size, len(pairs)))]
+        opt.zero_grad(set_to_none=True)
+        row = {"loss": 0.0, "accuracy": 0.0, "margin": 0.0}
+        for k in range(accum):
+            sub = idx[k::accum]
+            if not sub:
+                continue
+            with autocast(tcfg):
+                losses, st = pair_loss(model, [pairs[i] for i in sub], ref[sub], cfg, pad_id)
+            loss = losses.sum() / len(idx)  # the mean over the whole batch, split across micro-batches
+            if not math.isfinite(float(loss.detach())):
+                raise NonFiniteLoss(f"non-finite DPO loss at step {step}, micro-batch {k} "
+                                    f"(pairs {[pairs[i].source for i in sub[:3]]})")
+            loss.backward()
+            row["loss"] += float(loss.detach())
+            for key in ("accuracy", "margin"):
+                row[key] += st[key] * len(sub) / len(idx)
+        row["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, 1.0))
+        opt.step()
+        sched.step()
+        if evals is not None and cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
+            row.update(evaluate_pairs(model, evals[0], evals[1], cfg, pad_id))
+        history.append(row)
+        if on_step is not None:
+            on_step(step, row)
+    model.eval()
+    return history
+
+
+def load_pairs(cfg: Any, tok: Any) -> list[Pair]:
+    d = cfg.dpo
+    if (d.data is None) == (d.from_run is None):
+        from posttrain.errors import ConfigError
+
+        raise ConfigError("set exactly one of dpo.data (a pairs JSONL) or dpo.from_run (a run directory)")
+    return load_pairs_jsonl(d.data, tok) if d.data is not None else pairs_from_run(d.from_run, d.min_reward_gap)
+
+
+def run_dpo(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None = None) -> dict:
+    """The `posttrain dpo CONFIG` recipe: pairs -> reference logprobs once -> DPO -> `run_dir/model`."""
+    import json
+
+    from posttrain.config import dump_config
+    from posttrain.errors import ConfigError
+    from posttrain.models import save_policy
+    from posttrain.store.metrics import MetricsLog
+    from posttrain.train.lora import export_model, prepare_model
+    from posttrain.train.quickstart import build_base
+
+    if cfg.dpo.loss not in ("sigmoid", "ipo"):
+        raise ConfigError(f"dpo.loss must be sigmoid or ipo, got {cfg.dpo.loss!r}")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_config(cfg, run_dir / "config.yaml")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    model, tok = build_base(cfg, run_dir)
+    pairs = load_pairs(cfg, tok)
+    order = list(range(len(pairs)))
+    random.Random(cfg.seed).shuffle(order)
+    k = int(len(pairs) * cfg.dpo.eval_frac) if cfg.dpo.eval_every and len(pairs) > 1 else 0
+    train, held = [pairs[i] for i in order[k:]], [pairs[i] for i in order[:k]]
+    pad = tok.pad_token_id
+    ref = reference_logprobs(model, train, pad, cfg.dpo.max_len)  # before LoRA wrapping: the exact base
+    ref_eval = reference_logprobs(model, held, pad, cfg.dpo.max_len) if held else None
+    model = prepare_model(model, cfg.trainer)
+    evals = (held, ref_eval) if held else None
+    before = evaluate_pairs(model, held, ref_eval, cfg.dpo, pad) if held else None
+    metrics = MetricsLog(run_dir)
+    report = report or (lambda phase, info: None)
+
+    def on_step(step: int, row: dict) -> None:
+        metrics.log(step, row)
+        report("dpo", {"step": step + 1, "total": cfg.dpo.steps, **row})
+
+    try:
+        hist = train_dpo(model, train, ref, cfg.dpo, cfg.trainer, pad, cfg.seed, evals, on_step)
+    finally:
+        metrics.close()
+    out = save_policy(export_model(model), tok, run_dir / "model")
+    after = {k: v for k, v in hist[-1].items() if k.startswith("eval/")} if hist and held else None
+    summary = {"model": str(out), "n_pairs": len(train), "n_eval": len(held), "loss": cfg.dpo.loss,
+               "final_loss": hist[-1]["loss"] if hist else None, "eval_before": before, "eval_after": after}
+    (run_dir / "dpo_summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
