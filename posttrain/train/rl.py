@@ -35,7 +35,7 @@ from posttrain.schedule import Scheduler
 from posttrain.store.metrics import MetricsLog
 from posttrain.store.trajectories import TrajectoryStore
 from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint, set_rng_state
-from posttrain.train.update import update_policy
+from posttrain.train.update import NonFiniteLoss, update_policy
 from posttrain.types import Task, Trajectory
 from posttrain.verifiers.run import VerifierRunner
 
@@ -207,6 +207,9 @@ async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = No
         if last_done >= 0:
             save(st, last_done)
         raise
+    except NonFiniteLoss as e:  # weights may be half-updated: keep the last good checkpoint, write nothing
+        kept = latest_checkpoint(st.run_dir)
+        raise NonFiniteLoss(f"RL step {st.step}: {e}; run stopped, last good checkpoint kept: {kept or 'none yet'}") from None
     if last_done >= 0 and latest_checkpoint(st.run_dir) != st.run_dir / "checkpoints" / f"step-{last_done}":
         save(st, last_done)
     return st

@@ -18,11 +18,12 @@ from posttrain.config import RLConfig
 from posttrain.registry import registry
 from posttrain.train.batching import pack_trajectories, token_logprobs
 from posttrain.train.losses import entropy_from_logits
+from posttrain.errors import PosttrainError
 from posttrain.types import Trajectory
 
 
-class NonFiniteLoss(RuntimeError):
-    pass
+class NonFiniteLoss(PosttrainError, RuntimeError):
+    """A NaN/inf loss: the run stops (printed as one line) and keeps its last good checkpoint."""
 
 
 def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajectory], adv: torch.Tensor,
@@ -34,7 +35,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     n_mb = max(1, min(cfg.minibatches, len(trajs)))
     totals: dict[str, float] = {}
     for _epoch in range(cfg.update_epochs):
-        for mb in torch.chunk(order, n_mb):
+        for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
             tb = pack_trajectories(sub, pad_id)
             logp, logits = token_logprobs(model, tb.input_ids, tb.attention_mask, with_logits=True)  # [b, L-1]
@@ -47,7 +48,8 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
                 loss = loss + cfg.kl_coef * kl
                 st["kl"] = float(kl)
             if not math.isfinite(float(loss)):
-                raise NonFiniteLoss(f"non-finite loss {float(loss)} on minibatch of tasks {[t.task_id for t in sub[:4]]}")
+                raise NonFiniteLoss(f"non-finite loss {float(loss)} on minibatch {k_mb} (epoch {_epoch}) of tasks "
+                                    f"{[t.task_id for t in sub[:4]]}")
             opt.zero_grad(set_to_none=True)
             (loss / 1.0).backward()
             gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from posttrain.config import load_config
-from posttrain.registry import verifier
+from posttrain.registry import registry, verifier
 from posttrain.types import Spec, VerifyResult
 
 
@@ -28,13 +28,17 @@ class DigitMatch:
         return VerifyResult(score, score == 1.0)
 
 
-def _cfg(steps):
-    return load_config(None, [
+def _OVERRIDES(steps):
+    return [
         "seed=3", f"rl.steps={steps}", "rl.prompts_per_step=4", "rl.group_size=4", "rl.max_new_tokens=6",
         "rl.checkpoint_every=2", "rl.keep_checkpoints=4", "rl.lr=3e-3", "rl.loss=grpo",
         "tasks.domains={arithmetic: {n_train: 12, n_eval: 4}}", "model.tiny.hidden_size=32",
         "model.tiny.intermediate_size=64", "model.tiny.num_attention_heads=2", "model.tiny.num_key_value_heads=2",
-    ])
+    ]
+
+
+def _cfg(steps):
+    return load_config(None, _OVERRIDES(steps))
 
 
 def _run(run_dir, steps, model, tok, train, resume=False):
@@ -78,3 +82,30 @@ def test_resume_reproduces_uninterrupted_run_bitwise(tmp_path, setup):
     assert any(r.get("train/grad_norm", 0.0) > 0.0 for r in full)  # the comparison is not vacuous
     for (n, a), (_, b) in zip(m_full.state_dict().items(), m_res.state_dict().items()):
         assert torch.equal(a, b), n
+
+
+_CALLS = []
+
+
+@registry("loss").register("test_nan_on_third_update")
+def _nan_loss(logp, old_logp, adv, mask, **kw):
+    _CALLS.append(1)
+    loss, st = registry("loss").get("grpo")(logp, old_logp, adv, mask, **kw)
+    return (loss * float("nan") if len(_CALLS) == 3 else loss), st
+
+
+@pytest.mark.slow
+def test_nan_loss_stops_with_last_good_checkpoint_and_names_step_and_batch(tmp_path, setup):
+    from posttrain.train.checkpoint import list_checkpoints
+    from posttrain.train.rl import build_state, train_rl
+    from posttrain.train.update import NonFiniteLoss
+
+    model, tok, train = setup
+    cfg = load_config(None, [*_OVERRIDES(4), "rl.loss=test_nan_on_third_update", "rl.checkpoint_every=1"])
+    st = build_state(cfg, tmp_path, copy.deepcopy(model), tok, train, train[:2], None)
+    _CALLS.clear()
+    with pytest.raises(NonFiniteLoss, match=r"RL step 2: non-finite loss nan on minibatch 0 .*step-1"):
+        asyncio.run(train_rl(st))
+    assert list_checkpoints(tmp_path) == [0, 1]  # nothing written from the poisoned step
+    assert [r["step"] for r in st.metrics.read()] == [0, 1]
+    st.metrics.close(), st.store.close()
