@@ -267,12 +267,14 @@ class FastEngine:
         """Record emitted tokens; retire finished lanes, compacting the survivors downwards."""
         now = time.monotonic()
         finished = []
+        push, n = self.finisher.push, 0
         for s, toks, lps in emitted:
-            self.counters["tokens"] += len(toks)
-            if self.finisher.push(s, toks, lps, now):
+            n += len(toks)
+            if push(s, toks, lps, now):
                 finished.append(s)
             else:
                 s.last = s.out[-1]
+        self.counters["tokens"] += n
         if not finished:
             return
         index = {id(s): i for i, s in enumerate(self.active)}

@@ -46,6 +46,17 @@ class Finisher:
 
     def push(self, s: Seq, toks: list[int], lps: list[float], now: float) -> bool:
         """Append emitted tokens to `s` until a rule fires; True when the sequence is done."""
+        if len(toks) == 1 and not s.params.stop:  # the common decode case, kept cheap
+            t = toks[0]
+            s.out.append(t)
+            s.lps.append(lps[0])
+            if t in self.eos:
+                s.reason = "stop"
+            elif len(s.out) >= s.max_new:
+                s.reason = "length"
+            elif s.deadline is not None and now >= s.deadline:
+                s.reason = "deadline"
+            return bool(s.reason)
         for t, lp in zip(toks, lps):
             s.out.append(t)
             s.lps.append(lp)
