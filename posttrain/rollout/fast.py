@@ -280,7 +280,7 @@ class FastEngine:
         index = {id(s): i for i, s in enumerate(self.active)}
         for i in sorted((index[id(s)] for s in finished), reverse=True):
             s = self.active[i]
-            if self.cache_outputs:
+            if self.cache_outputs and s.params.n == 1:  # a turn that may be continued; group samples rarely are
                 self.store.insert(s.tokens[: s.pos], self.lanes.k, self.lanes.v, i)
             done[(s.req, s.sample)] = self.finisher.render(s)
             last = len(self.active) - 1
