@@ -1,0 +1,105 @@
+"""Multi-turn demonstrations from oracle action plans, and a short SFT warm-up on them.
+
+    demos = await plan_demonstrations(tokenizer, tasks)         # real tool observations
+    losses = sft_on_demonstrations(model, tokenizer, demos, steps=300, lr=3e-3, batch_size=32)
+
+A plan step `{"tool", "arguments"}` becomes the assistant turn the agent loop expects
+(`<tool_call>{"name", "arguments"}</tool_call>` then EOS), followed by the observation
+the real tool returns, rendered exactly as the loop renders it (mask 0); the final
+`{"answer"}` step is a plain reply. So the warm-up teaches the call format and the
+conversation framing the RL episodes will see, token for token. Tasks whose tools need
+a sandbox session are skipped unless `sandbox` is given.
+
+Limits: plans are replayed once (observations are fixed); a plan longer than the
+context is dropped rather than cut.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, Sequence
+
+from posttrain.rollout.agent_render import ChatCodec, truncate
+from posttrain.rollout.prompting import encode_prompt
+from posttrain.rollout.toolcall import format_tool_call
+from posttrain.types import Task
+
+Segment = tuple[tuple[int, ...], tuple[float, ...], bool]
+Demo = tuple[tuple[int, ...], list[Segment]]
+
+
+async def plan_demonstration(codec: ChatCodec, tok: Any, task: Task, obs_max_chars: int = 2000,
+                             session: Any = None) -> Demo:
+    from posttrain.rollout.tools import execute, tools_for_task
+    from posttrain.tasks.plan import parse_plan
+    from posttrain.tasks.tools_impl import init_state
+
+    tools = tools_for_task(task)
+    state = init_state(task)
+    if session is not None:
+        state["session"] = session
+    segments: list[Segment] = []
+    for step in parse_plan(task.oracle or ""):
+        if "answer" in step:
+            segments.append((codec.assistant_ids(str(step["answer"])), (), True))
+            break
+        name, args = str(step["tool"]), dict(step.get("arguments", {}))
+        segments.append((codec.assistant_ids(format_tool_call(name, args)), (), True))
+        obs = await execute(tools[name], args, state)
+        segments.append((codec.observation_ids(truncate(obs.text, obs_max_chars), True), (), False))
+    return encode_prompt(tok, task.prompt), segments
+
+
+async def plan_demonstrations(tok: Any, tasks: Sequence[Task], max_len: int | None = None, sandbox: Any = None
+                              ) -> list[Demo]:
+    from posttrain.rollout.tools import needs_session
+
+    codec = ChatCodec(tok)
+    demos = []
+    for t in tasks:
+        if t.oracle is None:
+            continue
+        if needs_session(t):
+            if sandbox is None:
+                continue
+            from posttrain.tasks.terminal import open_task_session
+
+            async with open_task_session(sandbox, t) as s:
+                d = await plan_demonstration(codec, tok, t, session=s)
+        else:
+            d = await plan_demonstration(codec, tok, t)
+        if max_len is None or len(d[0]) + sum(len(s[0]) for s in d[1]) <= max_len:
+            demos.append(d)
+    return demos
+
+
+def sft_on_demonstrations(model: Any, tok: Any, demos: Sequence[Demo], steps: int, lr: float = 3e-3,
+                          batch_size: int = 32, warmup: int = 10, seed: int = 0,
+                          on_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """Train in place on the assistant turns of `demos`; returns the loss per step."""
+    import torch
+
+    from posttrain.train.batching import pack_sequences, token_logprobs
+    from posttrain.train.sft import lr_lambda
+
+    if not demos:
+        raise ValueError("no demonstrations to train on (no task has an oracle plan that fits)")
+    rng = random.Random(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(warmup, steps))
+    model.train()
+    losses = []
+    for step in range(steps):
+        tb = pack_sequences([demos[rng.randrange(len(demos))] for _ in range(batch_size)], tok.pad_token_id)
+        logp, _ = token_logprobs(model, tb.input_ids, tb.attention_mask)  # [B, L-1]
+        loss = -(logp * tb.loss_mask).sum() / tb.loss_mask.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(float(loss))
+        if on_step is not None:
+            on_step(step, float(loss))
+    model.eval()
+    return losses
