@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -92,9 +93,14 @@ class FastEngine:
         self.prefill_stats = PrefillStats()
         self.counters = dict(decode_steps=0, decode_s=0.0, tokens=0, prefill_s=0.0)
         self._conversations: set[Any] = set()
+        self._lock = threading.Lock()  # generate/load_weights may be called from worker threads
 
     # ---- public API -----------------------------------------------------------------------
     def generate(self, requests: Sequence[GenRequest]) -> list[Completion]:
+        with self._lock:  # one scheduling loop at a time: lanes and the store are shared state
+            return self._generate(requests)
+
+    def _generate(self, requests: Sequence[GenRequest]) -> list[Completion]:
         if self.weights_version < 0:
             raise WeightSyncError("engine weights are invalid after a failed sync; reload them with load_weights")
         t0 = time.monotonic()
@@ -122,6 +128,11 @@ class FastEngine:
     def load_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None = None
                      ) -> SyncReport:
         """Install HF-named `state` as `version`, verify every tensor, drop stale KV."""
+        with self._lock:
+            return self._load_weights(state, version, manifest)
+
+    def _load_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None
+                      ) -> SyncReport:
         try:
             rep = install(self.lm.views, state, version, manifest,
                           tied=("lm_head.weight", "model.embed_tokens.weight") if self.lm.tied else None)

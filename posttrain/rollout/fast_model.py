@@ -120,7 +120,7 @@ class FastLM:
         o_bias = "model.layers.0.self_attn.o_proj.bias" in names
         mlp_bias = "model.layers.0.mlp.gate_proj.bias" in names
         tied = bool(getattr(cfg, "tie_word_embeddings", False)) or "lm_head.weight" not in names
-        rope = _rope_table(model, s, device)
+        rope = tuple(t.to(dtype) for t in _rope_table(model, s, device))  # HF casts cos/sin to x.dtype
         lm = cls(s, dtype, device, rope, qkv_bias, mlp_bias, o_bias, tied)
         state = model.state_dict()
         with torch.no_grad():
@@ -208,7 +208,7 @@ class FastLM:
         K, V = kc[row0:row0 + B, :, :Lm], vc[row0:row0 + B, :, :Lm]  # [B, kvh, Lm, D] views
         q = q.view(B, T, kvh, g, D).permute(0, 2, 3, 1, 4).reshape(B, kvh, g * T, D)  # rows (g, t)
         att = torch.matmul(q, K.transpose(-1, -2)) * (D ** -0.5)  # [B, kvh, gT, Lm]
-        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1, dtype=torch.float32).to(q.dtype)  # as HF: fp32 softmax
         o = torch.matmul(att, V)  # [B, kvh, gT, D]
         o = o.view(B, kvh, g, T, D).permute(0, 3, 1, 2, 4).reshape(B, T, s.heads * D)
         return torch.nn.functional.linear(o, L["wo"], L["bo"])

@@ -38,3 +38,30 @@ def test_unsupported_architecture_is_rejected(tiny):
             FastLM.from_hf(model)
     finally:
         model.config.model_type = "llama"
+
+
+def test_mistral_config_matches_hf():
+    from transformers import MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(5)
+    cfg = MistralConfig(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=1, max_position_embeddings=128, sliding_window=None)
+    model = MistralForCausalLM(cfg).eval()
+    ids = torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert (_incremental_logits(model, ids, 6) - model(ids).logits).abs().max().item() < 1e-4
+
+
+def test_bf16_engine_from_fp32_model_tracks_hf_bf16(tiny):
+    """The GPU dtype on CPU: fp32 weights cast to bf16; logits close to HF's bf16 forward."""
+    model, _ = tiny
+    m16 = type(model)(model.config).eval()
+    m16.load_state_dict(model.state_dict())
+    m16 = m16.to(torch.bfloat16)
+    lm = FastLM.from_hf(model, dtype=torch.bfloat16)
+    ids = torch.randint(11, 100, (2, 20), generator=torch.Generator().manual_seed(2))
+    lanes = lm.new_lanes(2, 24)
+    with torch.no_grad():
+        got = lm.logits(lm.forward(ids, torch.zeros(2, dtype=torch.long), lanes))
+        ref = m16(ids).logits.float()
+    assert got.dtype == torch.float32 and (got.log_softmax(-1) - ref.log_softmax(-1)).abs().max() < 5e-2
