@@ -17,6 +17,7 @@ enter the gradient. Ctrl-C saves a checkpoint at the last finished step.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import time
 from dataclasses import dataclass, field
@@ -90,6 +91,9 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
         st.engine.load_weights(st.model.state_dict(), st.version)
         st.store.truncate_after(ts["step"])
         st.metrics.truncate_after(ts["step"])
+    elif resume:  # interrupted before the first checkpoint: start RL over, keep nothing half-done
+        st.store.truncate_after(-1)
+        st.metrics.truncate_after(-1)
     return st
 
 
@@ -203,7 +207,7 @@ async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = No
             if cfg.checkpoint_every and (st.step + 1) % cfg.checkpoint_every == 0:
                 save(st, st.step)
             st.step += 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C arrives as a cancellation under asyncio.run
         if last_done >= 0:
             save(st, last_done)
         raise

@@ -1,0 +1,78 @@
+"""The real `posttrain rl` CLI on the tiny model: run directory contents, resume, bad input."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "posttrain.cli.main"]
+SMALL = ["tasks.domains.arithmetic.n_train=60", "tasks.domains.code.n_train=60", "tasks.domains.arithmetic.n_eval=10",
+         "tasks.domains.code.n_eval=10", "sft.steps=10", "rl.prompts_per_step=4", "rl.group_size=4", "engine.name=hf"]
+
+
+def run_cli(*args, timeout=120):
+    return subprocess.run(CLI + list(args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def metric_steps(run_dir):
+    return [json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_rl_three_steps_writes_the_run_directory(tmp_path):
+    out = tmp_path / "run"
+    t0 = time.time()
+    r = run_cli("rl", "examples/tiny_rl.yaml", "rl.steps=3", *SMALL, "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert time.time() - t0 < 60
+    for name in ("config.yaml", "metrics.jsonl", "trajectories.sqlite", "reward_curve.png", "summary.json"):
+        assert (out / name).is_file(), name
+    assert metric_steps(out) == [0, 1, 2]
+    assert (out / "checkpoints" / "step-2" / "config.json").is_file()
+    assert any(p.name.startswith("events.out.tfevents") for p in (out / "tb").iterdir())
+    rows = sqlite3.connect(out / "trajectories.sqlite").execute("SELECT COUNT(*), COUNT(DISTINCT step) FROM trajectories").fetchone()
+    assert rows == (3 * 4 * 4, 3)
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) >= {"before", "after", "p_value", "n_tasks", "wall_s"}
+    assert set(summary["before"]["domains"]) == {"arithmetic", "code"}
+
+
+def test_interrupted_run_resumes_without_duplicated_or_missing_steps(tmp_path):
+    out = tmp_path / "run"
+    args = CLI + ["rl", "examples/tiny_rl.yaml", "rl.steps=5", "rl.checkpoint_every=100", *SMALL, "--out", str(out)]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 90
+    while time.time() < deadline:  # stop it once step index 1 (the 2nd step) is logged
+        if (out / "metrics.jsonl").is_file() and len(metric_steps(out)) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    done = metric_steps(out)
+    assert 2 <= len(done) < 5
+    r = run_cli("rl", "examples/tiny_rl.yaml", "--resume", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert metric_steps(out) == [0, 1, 2, 3, 4]
+    steps = [s for (s,) in sqlite3.connect(out / "trajectories.sqlite").execute("SELECT DISTINCT step FROM trajectories ORDER BY step")]
+    assert steps == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["rl", "examples/tiny_rl.yaml", "rl.stepz=3"], "unknown config key 'rl.stepz'"),
+    (["rl", "examples/tiny_rl.yaml", "rl.steps=lots"], "bad value for config key 'rl.steps'"),
+    (["rl", "missing.yaml"], "config file not found: missing.yaml"),
+    (["rl", "examples/tiny_rl.yaml", "model.path=/nonexistent/model"], "model directory not found: /nonexistent/model"),
+])
+def test_bad_input_is_one_line_without_traceback(args, expect):
+    r = run_cli(*args)
+    assert r.returncode == 2
+    assert expect in r.stderr
+    assert "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
