@@ -15,11 +15,14 @@ reading the full capacity costs bandwidth when sequences are much shorter than i
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 import torch
 
 from posttrain.rollout.sampling import sample
+
+log = logging.getLogger(__name__)
 
 
 def bucket(n: int, limit: int) -> int:
@@ -34,7 +37,7 @@ class StaticDecoder:
         self.eng = eng
         self.compile = compile
         self._fns: dict[int, Callable] = {}
-        self.sample = torch.compile(sample, dynamic=True) if compile else sample
+        self._sample = torch.compile(sample, dynamic=True) if compile else sample
 
     def _fn(self, b: int) -> Callable:
         if b not in self._fns:
@@ -46,6 +49,14 @@ class StaticDecoder:
             self._fns[b] = torch.compile(step, mode="reduce-overhead", dynamic=False) if self.compile else step
         return self._fns[b]
 
+    def sample(self, *args: Any) -> Any:
+        try:
+            return self._sample(*args)
+        except Exception as e:  # noqa: BLE001  a compiler failure must not stop generation
+            log.warning("compiled sampler failed (%s: %s); sampling eagerly", type(e).__name__, e)
+            self._sample = sample
+            return sample(*args)
+
     def logits(self, tokens: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
         """tokens [n, 1], start [n] -> logits [n, V], computed at the bucket size."""
         n = tokens.shape[0]
@@ -53,4 +64,13 @@ class StaticDecoder:
         if b > n:
             tokens = torch.cat([tokens, tokens.new_zeros(b - n, 1)])
             start = torch.cat([start, start.new_zeros(b - n)])
-        return self._fn(b)(tokens, start)[:n].clone()
+        try:
+            out = self._fn(b)(tokens, start)
+        except Exception as e:  # noqa: BLE001  fall back to the same padded step, eagerly
+            if not self.compile:
+                raise
+            log.warning("compiled decode step failed (%s: %s); running it eagerly", type(e).__name__, e)
+            self.compile = False
+            self._fns.clear()
+            out = self._fn(b)(tokens, start)
+        return out[:n].clone()
