@@ -2,6 +2,7 @@
 
 from posttrain.tasks import arithmetic, code  # noqa: F401  (registers domains)
 from posttrain.tasks import conflict, extraction, humaneval, math_problems, needle, scene, terminal, tools  # noqa: F401  (registers domains)
+from posttrain.tasks import chart, drawing, ui  # noqa: F401  (registers the vision domains)
 from posttrain.tasks.base import Domain, generate_split
 
 

@@ -242,14 +242,23 @@ def load_tasks(path: str | Path) -> list[Task]:
         if t.id in seen:
             raise TaskFileError(f"{p}: task {i + 1}: field 'id': duplicate id {t.id!r} (first at task {seen[t.id] + 1})")
         seen[t.id] = i
+    if any(m.attachments for t in tasks for m in t.prompt):  # image files live beside the task file
+        from posttrain.tasks.images import add_search_root
+
+        add_search_root(p.parent)
     return tasks
 
 
 def save_tasks(tasks: Iterable[Task], path: str | Path) -> Path:
     """Write tasks as JSONL or YAML (chosen by suffix); returns the path."""
     p = Path(path)
+    tasks = list(tasks)
     rows = [task_to_dict(t) for t in tasks]
     p.parent.mkdir(parents=True, exist_ok=True)
+    if any(m.attachments for t in tasks for m in t.prompt):  # bytes as files beside the task file, not inline
+        from posttrain.tasks.images import export_attachments
+
+        export_attachments(tasks, p.parent)
     suffix = p.suffix.lower()
     if suffix in (".yaml", ".yml"):
         import yaml
