@@ -5,7 +5,7 @@ model answers with a Python expression such as `x*3+4`. The verifier runs the ta
 unit tests (f at several x) in the sandbox; the reward is the fraction that pass, so
 getting the intercept right but not the slope earns partial credit.
 
-Difficulty knob: 1.0 -> slope 2..19, intercept 0..99 (1,800 distinct tasks); 2.0 -> slope -19..19 (not 0, 1),
+Difficulty knob: d <= 1 -> slope 2..2+17d, intercept 0..99d (d=1: 1,800 distinct tasks); 2.0 -> slope -19..19 (not 0, 1),
 intercept 0..99. Limits: the answer is evaluated as one expression, not a statement block.
 """
 
@@ -27,8 +27,9 @@ class CodeDomain:
         self.max_new_tokens = max_new_tokens
 
     def _coeffs(self, rng: random.Random, difficulty: float) -> tuple[int, int]:
-        if difficulty < 1.5:
-            return rng.randrange(2, 20), rng.randrange(0, 100)
+        if difficulty <= 1.0:  # slope 2..2+17d, intercept 0..99d: d=1 -> 1,800 distinct tasks
+            d = max(difficulty, 0.1)
+            return rng.randrange(2, 3 + round(17 * d)), rng.randrange(0, 1 + round(99 * d))
         m = rng.choice([v for v in range(-19, 20) if v not in (0, 1)])
         return m, rng.randrange(0, 100)
 

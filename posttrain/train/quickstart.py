@@ -37,16 +37,16 @@ class Splits:
 
 
 def make_splits(cfg: RunConfig) -> Splits:
+    """Held-out split first (its own seed), then training tasks that avoid every held-out prompt."""
     from posttrain.registry import build
     from posttrain.tasks.base import generate_split
 
     train, held = [], []
     for name, d in cfg.tasks.domains.items():
         dom = build(name, kind="domain", **d.args)
-        tr = dom.generate(d.n_train, cfg.seed, d.difficulty)
-        train += tr
-        held += generate_split(dom, d.n_eval, cfg.tasks.eval_seed + cfg.seed, d.difficulty,
-                               exclude={t.prompt[-1].content for t in tr})
+        ho = generate_split(dom, d.n_eval, cfg.tasks.eval_seed + cfg.seed, d.difficulty)
+        held += ho
+        train += generate_split(dom, d.n_train, cfg.seed, d.difficulty, exclude={t.prompt[-1].content for t in ho})
     return Splits(train, held)
 
 
