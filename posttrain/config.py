@@ -30,9 +30,22 @@ class TinyModelConfig(Section):
     max_position_embeddings: int = 256
 
 
+class TinyVisionConfig(Section):
+    """The tiny VLM's vision tower (SigLIP) and image budget; see posttrain/models/vlm.py."""
+
+    image_size: int = 32  # the processor resizes every image to image_size x image_size
+    patch_size: int = 8  # (image_size / patch_size)^2 image tokens per image
+    hidden_size: int = 64
+    intermediate_size: int = 128
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    max_image_side: int = 1024  # decoded images are shrunk to this long side before processing
+
+
 class ModelConfig(Section):
     path: str | None = None  # an HF causal-LM directory; None builds the tiny default
     tiny: TinyModelConfig = TinyModelConfig()
+    vision: TinyVisionConfig | None = None  # set -> the tiny default is a VLM (LLaVA: SigLIP + tiny Llama)
     dtype: str = "float32"
 
 

@@ -168,6 +168,8 @@ class FastEngine:
         p, n = r.params, len(r.prompt_ids)
         if n == 0:
             return "empty prompt: at least one token is needed to condition on"
+        if r.images:  # its prefix cache keys on token ids: identical <image> ids would alias different images
+            return "the fast engine does not take image inputs; use engine.name=hf for image tasks"
         if n >= self.max_len:
             return f"prompt of {n} tokens does not fit the context of {self.max_len} tokens (needs room for 1 new)"
         bad = [t for t in r.prompt_ids if not 0 <= t < self.lm.shape.vocab]

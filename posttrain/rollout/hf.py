@@ -39,6 +39,10 @@ class HFEngine:
         self.max_batch = max_batch
         self.weights_version = 0
         self.max_len = getattr(model.config, "max_position_embeddings", 1 << 30)
+        text_cfg = getattr(model.config, "text_config", None)  # a VLM's context is its text model's
+        if text_cfg is not None:
+            self.max_len = getattr(text_cfg, "max_position_embeddings", self.max_len)
+        self._vision = getattr(model.config, "vision_config", None) is not None
 
     def load_weights(self, state: Mapping[str, Any], version: int) -> None:
         import torch
@@ -54,6 +58,13 @@ class HFEngine:
         by_params: dict[SamplingParams, list[int]] = defaultdict(list)
         out: dict[tuple[int, int], Completion] = {}
         for i, r in enumerate(requests):
+            if r.images and not self._vision:  # an image prompt sent to a text-only model: error, named
+                from posttrain.models.vlm import model_name
+
+                msg = f"request {r.id} carries {len(r.images)} image input(s) but model {model_name(self.model)} is text-only"
+                for k in range(r.params.n):
+                    out[(i, k)] = Completion(r.id, k, (), (), "", "error", msg)
+                continue
             if len(r.prompt_ids) + r.params.max_new_tokens > self.max_len:
                 msg = f"prompt of {len(r.prompt_ids)} tokens + {r.params.max_new_tokens} new exceeds the context of {self.max_len}"
                 for k in range(r.params.n):
@@ -82,6 +93,10 @@ class HFEngine:
                       return_dict_in_generate=True, pad_token_id=pad, eos_token_id=self.tok.eos_token_id)
         if sample:
             kwargs.update(temperature=p.temperature, top_p=p.top_p, top_k=p.top_k or None)
+        if any(r.images for r in reqs):  # image inputs (pixel_values, ...) in row order
+            from posttrain.rollout.vision import concat_inputs
+
+            kwargs.update(concat_inputs([d for r in reqs for d in r.images]))
         with torch.no_grad():
             g = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
         new = g.sequences[:, width:]  # [B, T]

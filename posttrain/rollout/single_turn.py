@@ -5,22 +5,29 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from posttrain.rollout.engine import Engine, GenRequest, SamplingParams
-from posttrain.rollout.prompting import encode_prompt
+from posttrain.rollout.engine import Completion, Engine, GenRequest, SamplingParams
 from posttrain.types import Task, Trajectory, TrajError, Turn
 
 
 async def rollout_single_turn(engine: Engine, tokenizer: Any, tasks: Sequence[Task], params: SamplingParams,
                               step: int = 0) -> list[Trajectory]:
     """`params.n` samples per task, request-major: trajs[g * n + k] is task g, sample k."""
-    prompts = [encode_prompt(tokenizer, t.prompt) for t in tasks]
+    from posttrain.rollout.vision import encode_task_prompt, engine_model_label
+
+    label = engine_model_label(engine)
+    vps = [encode_task_prompt(tokenizer, t, label) for t in tasks]  # text tasks: plain encode_prompt
+    prompts = [vp.ids for vp in vps]
     reqs = []
     for g, (t, ids) in enumerate(zip(tasks, prompts)):
         p = params if params.max_new_tokens <= t.limits.max_new_tokens else \
             SamplingParams(**{**params.__dict__, "max_new_tokens": t.limits.max_new_tokens})
-        reqs.append(GenRequest(ids, p, id=f"{step}:{g}:{t.id}"))
+        if not vps[g].error:  # a task whose prompt failed (bad image, text-only model) gets error completions below
+            reqs.append(GenRequest(ids, p, id=f"{step}:{g}:{t.id}", images=vps[g].images))
     t0 = time.perf_counter()
-    outs = engine.generate(reqs)
+    outs = engine.generate(reqs) if reqs else []
+    outs += [Completion(f"{step}:{g}:{t.id}", k, (), (), "", "error", vps[g].error)
+             for g, t in enumerate(tasks) if vps[g].error for k in range(params.n)]
+    outs.sort(key=lambda c: int(c.request_id.split(":", 2)[1]))  # stable: keeps request-major order
     gen_s = (time.perf_counter() - t0) / max(1, len(outs))
     trajs = []
     for c in outs:

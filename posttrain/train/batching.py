@@ -8,7 +8,7 @@ Tool observations are in the sequence (the model reads them) but masked out of t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
@@ -22,6 +22,7 @@ class TokenBatch:
     attention_mask: torch.Tensor  # [B, L]
     loss_mask: torch.Tensor  # [B, L-1], 1 on trainable target tokens
     old_logp: torch.Tensor  # [B, L-1], engine logprobs on trainable targets, 0 elsewhere
+    model_inputs: dict = field(default_factory=dict)  # image inputs (pixel_values, ...) for a VLM
 
 
 def pack_sequences(seqs: Sequence[tuple[Sequence[int], Sequence[tuple[Sequence[int], Sequence[float], bool]]]],
@@ -52,12 +53,21 @@ def pack_sequences(seqs: Sequence[tuple[Sequence[int], Sequence[tuple[Sequence[i
 def pack_trajectories(trajs: Sequence[Trajectory], pad_id: int) -> TokenBatch:
     seqs = [(t.prompt_ids, [(turn.token_ids, turn.logprobs, turn.trainable and turn.role == "assistant")
                             for turn in t.turns]) for t in trajs]
-    return pack_sequences(seqs, pad_id)
+    tb = pack_sequences(seqs, pad_id)
+    from posttrain.rollout.vision import batch_model_inputs
+
+    tb.model_inputs, image_id = batch_model_inputs(trajs)  # the pixels the engine saw, per task version
+    if image_id is not None:  # image placeholder tokens are never targets of the loss
+        tb.loss_mask[tb.input_ids[:, 1:] == image_id] = 0.0
+    return tb
 
 
 def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   with_logits: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """log p(token j+1 | tokens <= j) for every j: [B, L-1] (and logits [B, L-1, V])."""
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()  # [B, L-1, V]
+                   with_logits: bool = False, **model_inputs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """log p(token j+1 | tokens <= j) for every j: [B, L-1] (and logits [B, L-1, V]).
+
+    `model_inputs` (e.g. pixel_values for a VLM) are passed through to the model.
+    """
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, **model_inputs).logits[:, :-1].float()  # [B, L-1, V]
     logp = torch.log_softmax(logits, -1).gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # [B, L-1]
     return logp, (logits if with_logits else None)

@@ -38,12 +38,13 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
         for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
             tb = pack_trajectories(sub, pad_id)
-            logp, logits = token_logprobs(model, tb.input_ids, tb.attention_mask, with_logits=True)  # [b, L-1]
+            logp, logits = token_logprobs(model, tb.input_ids, tb.attention_mask, with_logits=True,
+                                          **tb.model_inputs)  # [b, L-1]
             loss, st = loss_fn(logp, tb.old_logp, adv[mb], tb.loss_mask, clip_eps=cfg.clip_eps,
                                clip_eps_high=cfg.clip_eps_high, max_tokens=cfg.max_new_tokens)
             if kl_fn is not None:
                 with torch.no_grad():
-                    ref_logp, _ = token_logprobs(ref_model, tb.input_ids, tb.attention_mask)
+                    ref_logp, _ = token_logprobs(ref_model, tb.input_ids, tb.attention_mask, **tb.model_inputs)
                 kl = (kl_fn(logp, ref_logp) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 loss = loss + cfg.kl_coef * kl
                 st["kl"] = float(kl)

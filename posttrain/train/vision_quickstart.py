@@ -1,0 +1,193 @@
+"""The vision quickstart: SFT -> eval -> RL -> eval -> McNemar on image tasks, with controls.
+
+    summary = run_vision_quickstart(vision_config(), Path("runs/vision-quickstart"))
+
+1. build the tiny VLM (LLaVA: SigLIP + tiny Llama), save_pretrained, load through the Auto classes
+2. seeded train tasks and a disjoint held-out split for chart, ui and drawing (32x32 images)
+3. SFT warm-up on oracle answers (vision_sft.py)
+4. held-out greedy pass@1 before RL, on the real images and under two controls:
+   - `blank`: the same tasks with the image replaced by a white one of the same size
+   - `alt_text`: no image at all; the prompt is the image's data-free alt text + the question
+5. GRPO-family RL (rl.py, unchanged: rollouts, rewards, update and sync are image-aware)
+6. the same three evaluations after RL; paired exact McNemar tests:
+   before vs after (the gain), after vs after-blank (the answer comes from the pixels),
+   alt-text before vs after (text alone must not carry the gain)
+
+Uses the `hf` engine: `fast` does not take image inputs (see docs/vision.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from posttrain.config import RunConfig, dump_config, load_config
+from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnemar
+from posttrain.types import Message, Task
+
+Report = Callable[[str, dict], None]
+
+VISION_DEFAULTS: dict[str, Any] = {
+    "name": "vision-quickstart",
+    "model": {"vision": {}},
+    "tasks": {"domains": {d: {"n_train": 1000, "n_eval": 200, "difficulty": 1.0, "args": {"size": 32}}
+                          for d in ("chart", "ui", "drawing")}},
+    "sft": {"steps": 60, "batch_size": 32, "lr": 2e-3, "warmup_steps": 5},
+    "rl": {"steps": 40, "prompts_per_step": 16, "group_size": 8, "lr": 1e-3, "max_new_tokens": 6,
+           "checkpoint_every": 0, "keep_checkpoints": 1},
+    "engine": {"name": "hf"},
+    "eval": {"max_new_tokens": 6},
+    "threads": 2,
+}
+
+
+def vision_config(path: str | Path | None = None, overrides: list[str] = ()) -> RunConfig:
+    """The vision quickstart's config: VISION_DEFAULTS, then the YAML file, then dotted overrides."""
+    return load_config(path, list(overrides), base=json.loads(json.dumps(VISION_DEFAULTS)))
+
+
+def _key(t: Task) -> tuple:
+    return (t.prompt[-1].content, tuple(a.sha256 for m in t.prompt for a in m.attachments))
+
+
+def make_vision_splits(cfg: RunConfig) -> tuple[list[Task], list[Task]]:
+    """Train tasks and held-out tasks per domain; held-out never repeats a train (question, image) pair."""
+    from posttrain.registry import build
+
+    train, held = [], []
+    for name, d in cfg.tasks.domains.items():
+        dom = build(name, kind="domain", **d.args)
+        tr = dom.generate(d.n_train, cfg.seed, d.difficulty)
+        seen = {_key(t) for t in tr}
+        ev = [t for t in dom.generate(d.n_eval * 2, cfg.tasks.eval_seed + cfg.seed, d.difficulty) if _key(t) not in seen]
+        train += tr
+        held += ev[: d.n_eval]
+    return train, held
+
+
+def blank_task(task: Task) -> Task:
+    """The same task with each image replaced by a white image of the same size."""
+    from PIL import Image
+
+    from posttrain.tasks.images import open_image, png_bytes, store_image
+
+    msgs = []
+    for m in task.prompt:
+        atts = tuple(store_image(png_bytes(Image.new("RGB", open_image(a).size, "white")), persist=False)
+                     for a in m.attachments)
+        msgs.append(dataclasses.replace(m, attachments=atts))
+    return dataclasses.replace(task, id=task.id + "/blank", prompt=tuple(msgs))
+
+
+def alt_text_task(task: Task) -> Task:
+    """Text only: the image's alt text (kind and labels, no values) then the question."""
+    alt = str(task.metadata.get("alt_text", "an image"))
+    last = task.prompt[-1]
+    msgs = [*task.prompt[:-1], Message(last.role, f"{alt}. {last.content}")]
+    return dataclasses.replace(task, id=task.id + "/alt", prompt=tuple(msgs))
+
+
+def build_base_vlm(cfg: RunConfig, run_dir: Path) -> tuple[Any, Any]:
+    from posttrain.models.vlm import build_tiny_vlm, load_vlm, save_vlm
+
+    if cfg.model.path:
+        return load_vlm(cfg.model.path, cfg.model.dtype)
+    base = run_dir / "base-model"
+    if not (base / "config.json").is_file():
+        save_vlm(*build_tiny_vlm(cfg.model.tiny, cfg.model.vision, seed=cfg.seed), base)
+    return load_vlm(base)  # the from_pretrained path a real checkpoint takes
+
+
+def sft_phase(cfg: RunConfig, run_dir: Path, train: list[Task], report: Report) -> tuple[Any, Any]:
+    from posttrain.models.vlm import load_vlm, save_vlm
+    from posttrain.train.vision_sft import vision_sft_train
+
+    out = run_dir / "sft-model"
+    if (out / "config.json").is_file():
+        return load_vlm(out)
+    model, tok = build_base_vlm(cfg, run_dir)
+    losses, errors = vision_sft_train(model, tok, train, cfg.sft, seed=cfg.seed,
+                                      on_step=lambda s, l: report("sft", {"step": s + 1, "total": cfg.sft.steps, "loss": l}))
+    (run_dir / "sft_losses.json").write_text(json.dumps({"losses": losses, "prompt_errors": errors[:20]}))
+    save_vlm(model, tok, out)
+    return model, tok
+
+
+async def evaluate_conditions(engine: Any, tok: Any, held: list[Task], runner: Any, max_new: int,
+                              report: Report, name: str) -> dict[str, HeldoutResult]:
+    """Greedy pass@1 on the real images, with blanked images, and on alt text alone."""
+    out = {}
+    for cond, make in (("image", lambda t: t), ("blank", blank_task), ("alt_text", alt_text_task)):
+        report("eval", {"name": f"{name}/{cond}", "n": len(held)})
+        tasks = [make(t) for t in held]
+        res = await evaluate_heldout(engine, tok, tasks, runner, max_new)
+        base = {t.id: h.id for t, h in zip(tasks, held)}  # pair every condition on the original task id
+        out[cond] = HeldoutResult({base[k]: v for k, v in res.passed.items()},
+                                  {base[k]: v for k, v in res.domain_of.items()}, [], res.infra_errors)
+    return out
+
+
+def _cmp(a: HeldoutResult, b: HeldoutResult) -> dict:
+    p = paired_mcnemar(a, b)
+    return {"from": a.mean_over_domains(), "to": b.mean_over_domains(), "delta": b.mean_over_domains() - a.mean_over_domains(),
+            "p_value": p.p_value, "n": p.n, "fail_to_pass": p.after_only, "pass_to_fail": p.before_only,
+            "domains": {d: {"from": a.pass_at_1(d), "to": b.pass_at_1(d), "p_value": paired_mcnemar(a, b, d).p_value}
+                        for d in sorted(a.by_domain())}}
+
+
+def summarize(before: dict[str, HeldoutResult], after: dict[str, HeldoutResult], wall_s: float, phases: dict) -> dict:
+    return {
+        "rl_gain": _cmp(before["image"], after["image"]),
+        "blank_control": _cmp(after["blank"], after["image"]),  # to - from = what the pixels add after RL
+        "alt_text_control": _cmp(before["alt_text"], after["alt_text"]),  # RL gain with text alone
+        "pass@1": {f"{when}/{c}": r.mean_over_domains() for when, d in (("before", before), ("after", after))
+                   for c, r in d.items()},
+        "infra_errors": {f"{w}/{c}": r.infra_errors for w, d in (("before", before), ("after", after)) for c, r in d.items()},
+        "wall_s": wall_s, "phase_s": phases,
+    }
+
+
+def run_vision_quickstart(cfg: RunConfig, run_dir: Path, report: Report | None = None) -> dict:
+    return asyncio.run(_run(cfg, Path(run_dir), report or (lambda phase, info: None)))
+
+
+async def _run(cfg: RunConfig, run_dir: Path, report: Report) -> dict:
+    import copy
+
+    import torch
+
+    from posttrain.rollout import make_engine
+    from posttrain.models.vlm import save_vlm
+    from posttrain.train.rl import build_state, train_rl
+    from posttrain.verifiers.run import VerifierRunner
+
+    t0 = time.perf_counter()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_config(cfg, run_dir / "config.yaml")
+    train, held = make_vision_splits(cfg)
+    phases = {"tasks_s": time.perf_counter() - t0}
+    model, tok = sft_phase(cfg, run_dir, train, report)
+    phases["sft_s"] = time.perf_counter() - t0 - sum(phases.values())
+    runner = VerifierRunner(None, concurrency=4, retries=cfg.sandbox.retries)
+    eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
+    before = await evaluate_conditions(eng, tok, held, runner, cfg.eval.max_new_tokens, report, "before")
+    report("before", {"pass@1": before["image"].by_domain()})
+    phases["eval_before_s"] = time.perf_counter() - t0 - sum(phases.values())
+    st = build_state(cfg, run_dir, model, tok, train, held, None)
+    await train_rl(st, on_step=lambda s, row: report("rl", {"step": s + 1, "total": cfg.rl.steps, **row}))
+    phases["rl_s"] = time.perf_counter() - t0 - sum(phases.values())
+    after = await evaluate_conditions(st.engine, tok, held, st.runner, cfg.eval.max_new_tokens, report, "after")
+    phases["eval_after_s"] = time.perf_counter() - t0 - sum(phases.values())
+    save_vlm(st.model, tok, run_dir / "final-model")
+    summary = summarize(before, after, time.perf_counter() - t0, phases)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    st.metrics.close()
+    st.store.close()
+    return summary
+
