@@ -53,8 +53,20 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="run directory (default runs/quickstart)"),
         resume: Optional[Path] = typer.Option(None, "--resume", help="continue an interrupted quickstart run"),
         overrides: List[str] = typer.Argument(None, help="dotted overrides, e.g. rl.steps=20"),
+        vision: bool = typer.Option(False, "--vision", help="the image-task quickstart (tiny VLM; chart, ui, drawing)"),
+        config: Optional[Path] = typer.Option(None, "--config", help="with --vision: a config YAML over its defaults"),
     ) -> None:
         """Build the tiny model, SFT, evaluate, RL, evaluate again, and print the before/after table."""
+        if vision:
+            from posttrain.cli.common import PhaseProgress
+            from posttrain.train.vision_quickstart import format_summary, run_vision_quickstart, vision_config
+
+            cfg = vision_config(config, overrides or [])
+            run_dir = out or Path(cfg.out_dir) / cfg.name
+            with PhaseProgress() as progress:
+                summary = run_vision_quickstart(cfg, run_dir, report=progress)
+            typer.echo("\n".join(format_summary(summary, run_dir)))
+            return
         _run(None, overrides or [], out, resume, base={"name": "quickstart"})
 
     @app.command()

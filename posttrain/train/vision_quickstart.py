@@ -173,6 +173,8 @@ async def _run(cfg: RunConfig, run_dir: Path, report: Report) -> dict:
     train, held = make_vision_splits(cfg)
     phases = {"tasks_s": time.perf_counter() - t0}
     model, tok = sft_phase(cfg, run_dir, train, report)
+    if cfg.model.vision is not None:  # the decode budget for every image prompt of this run
+        tok.max_image_side = cfg.model.vision.max_image_side
     phases["sft_s"] = time.perf_counter() - t0 - sum(phases.values())
     runner = VerifierRunner(None, concurrency=4, retries=cfg.sandbox.retries)
     eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
@@ -191,3 +193,19 @@ async def _run(cfg: RunConfig, run_dir: Path, report: Report) -> dict:
     st.store.close()
     return summary
 
+
+
+def format_summary(s: dict, run_dir: Path) -> list[str]:
+    """The summary as a plain-text table: the RL gain and both controls, per domain."""
+    g, b, a = s["rl_gain"], s["blank_control"], s["alt_text_control"]
+    lines = [f"{'domain':<10}{'SFT':>8}{'+RL':>8}{'delta':>8}{'p':>10}{'blank':>8}{'alt-text SFT->RL':>18}"]
+    for d, r in g["domains"].items():
+        alt = a["domains"][d]
+        lines.append(f"{d:<10}{r['from']:>8.3f}{r['to']:>8.3f}{r['to'] - r['from']:>+8.3f}{r['p_value']:>10.2g}"
+                     f"{b['domains'][d]['from']:>8.3f}{alt['from']:>9.3f}->{alt['to']:.3f}")
+    lines.append(f"{'mean':<10}{g['from']:>8.3f}{g['to']:>8.3f}{g['delta']:>+8.3f}{g['p_value']:>10.2g}"
+                 f"{b['from']:>8.3f}{a['from']:>9.3f}->{a['to']:.3f}")
+    lines.append(f"{g['n']} held-out tasks; RL flips fail->pass {g['fail_to_pass']}, pass->fail {g['pass_to_fail']}; "
+                 f"image vs blank after RL p={b['p_value']:.2g}; alt-text RL gain p={a['p_value']:.2g}; "
+                 f"wall {s['wall_s']:.0f}s; run directory {run_dir}")
+    return lines
