@@ -68,6 +68,11 @@ def _config_tasks(run: Path) -> Iterable[Task]:
     from posttrain.tasks import generate_domain
     from posttrain.tasks.io import load_tasks
 
+    pinned = sorted((run / "tasks").glob("*.jsonl")) if (run / "tasks").is_dir() else []
+    if pinned:  # training runs pin their exact task sets
+        for f in pinned:
+            yield from load_tasks(f)
+        return
     cfg = load_config(run / "config.yaml")
     for f in cfg.tasks.files:
         yield from load_tasks(f)

@@ -47,7 +47,20 @@ def make_splits(cfg: RunConfig) -> Splits:
         ho = generate_split(dom, d.n_eval, cfg.tasks.eval_seed + cfg.seed, d.difficulty)
         held += ho
         train += generate_split(dom, d.n_train, cfg.seed, d.difficulty, exclude={t.prompt[-1].content for t in ho})
+    for f in cfg.tasks.files:  # user task files train alongside the generated domains
+        from posttrain.tasks.io import load_tasks
+
+        train += load_tasks(f)
     return Splits(train, held)
+
+
+def save_splits(splits: Splits, run_dir: Path) -> None:
+    """Pin the exact tasks of the run (replay and eval rebuild them from here)."""
+    from posttrain.tasks.io import save_tasks
+
+    (run_dir / "tasks").mkdir(exist_ok=True)
+    save_tasks(splits.train, run_dir / "tasks" / "train.jsonl")
+    save_tasks(splits.held_out, run_dir / "tasks" / "heldout.jsonl")
 
 
 def _save_eval(path: Path, res: HeldoutResult) -> None:
@@ -162,6 +175,7 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
     dump_config(cfg, run_dir / "config.yaml")
     sandbox = sandbox or default_sandbox()
     splits = make_splits(cfg)
+    save_splits(splits, run_dir)
     model, tok = sft_phase(cfg, run_dir, splits, report)
     runner = VerifierRunner(sandbox, concurrency=4, retries=cfg.sandbox.retries)
     eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)

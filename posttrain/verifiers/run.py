@@ -78,7 +78,29 @@ class VerifierRunner:
             err = TrajError("verifier", res.reason)
         return dataclasses.replace(traj, verify=res, reward=reward, error=err)
 
+    async def _prefetch(self, task: Task, trajs: Sequence[Trajectory]) -> None:
+        """Score a group's distinct well-formed answers in one batched call, into the cache."""
+        v = self.verifier_for(task)
+        texts = sorted({t.completion_text for t in trajs if format_violation(t, task.limits.max_steps <= 1) is None
+                        and (task.version, t.completion_text) not in self._cache})
+        if len(texts) < 2:
+            return
+        async with self.sem:
+            try:
+                results = await asyncio.wait_for(v.verify_batch(task, texts, self.ctx), task.limits.timeout_s * 2)
+            except Exception:  # the per-answer path below retries and records the reason
+                return
+        self.stats["batched"] = self.stats.get("batched", 0) + len(texts)
+        for text, res in zip(texts, results):
+            if res.status == "ok":
+                self._cache[(task.version, text)] = res
+
     async def verify_all(self, tasks_by_id: Mapping[str, Task], trajs: Sequence[Trajectory]) -> list[Trajectory]:
+        by_task: dict[str, list[Trajectory]] = {}
+        for t in trajs:
+            by_task.setdefault(t.task_id, []).append(t)
+        batchable = [tid for tid in by_task if hasattr(self.verifier_for(tasks_by_id[tid]), "verify_batch")]
+        await asyncio.gather(*(self._prefetch(tasks_by_id[tid], by_task[tid]) for tid in batchable))
         return list(await asyncio.gather(*(self.verify_one(tasks_by_id[t.task_id], t) for t in trajs)))
 
 

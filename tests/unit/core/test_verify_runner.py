@@ -94,3 +94,20 @@ def test_infra_errors_get_zero_advantage_and_do_not_shift_the_baseline(code_task
     bad = dataclasses.replace(traj(code_task, "x", sample=2), verify=VerifyResult.infra("down"))
     adv = estimate_advantages([ok + [bad]], "group_mean")
     assert adv.tolist() == pytest.approx([0.5, -0.5, 0.0])
+
+
+def test_batched_group_scores_equal_one_by_one_scores(code_task):
+    m, c = code_task.metadata["m"], code_task.metadata["c"]
+    answers = [code_task.oracle, f"x*0+{c}", "1/0", "x*(3+", "[0]*10**10", f"x*{m}+{c}+0*len(open('/etc/passwd').read())"]
+    group = [traj(code_task, a, sample=i) for i, a in enumerate(answers)]
+    batched = asyncio.run(VerifierRunner(default_sandbox()).verify_all({code_task.id: code_task}, group))
+    single = [judge(code_task, t, default_sandbox()) for t in group]
+    assert [b.verify.score for b in batched] == [s.verify.score for s in single]
+    assert batched[0].verify.score == 1.0 and batched[1].verify.score == pytest.approx(1 / 6)
+
+
+def test_a_hanging_answer_in_a_batch_does_not_sink_its_siblings(code_task):
+    group = [traj(code_task, a, sample=i) for i, a in enumerate([code_task.oracle, "[x for _ in iter(int, 1)]"])]
+    out = asyncio.run(VerifierRunner(default_sandbox()).verify_all({code_task.id: code_task}, group))
+    assert out[0].verify.score == 1.0
+    assert out[1].verify.score == 0.0 and out[1].verify.status == "ok"
