@@ -171,7 +171,22 @@ class AgentConfig(Section):
 
 
 class ClusterConfig(Section):
-    address: str | None = None
+    """Ray scale-out (posttrain/distributed): used only when `address` is set."""
+
+    address: str | None = None  # "auto", "127.0.0.1:6379" or "ray://head:10001"; None -> all in-process
+    rollout_workers: int = 2  # actors holding `fast` engines
+    worker_cpus: float = 1.0  # Ray CPUs (and torch threads) per rollout worker
+    staleness: int = 0  # a worker more than this many weight versions behind is refreshed before work
+    pool_concurrency: int = 0  # sandbox slots per node; 0 -> the node's CPUs
+    warm_slots: int = 0  # warm sandbox slots each pool starts before its first request
+    start_jitter_s: float = 1.0  # pool start-ups spread over this window
+    call_timeout_s: float = 60.0  # every remote call (plus the execution's own wall limit)
+    generate_timeout_s: float = 600.0  # one worker's share of a generation batch
+    queue_timeout_s: float = 600.0  # global admission wait for a free sandbox slot
+    max_resubmits: int = 3  # re-runs of work whose node or actor died
+    actor_concurrency: int = 1000  # calls one pool actor serves at once (its pool bounds real work)
+    sandbox_resource: str | None = None  # place pools only on nodes with this custom resource
+    rollout_resource: str | None = None  # place rollout workers only on nodes with this custom resource
 
 
 class RunConfig(Section):

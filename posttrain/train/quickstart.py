@@ -173,6 +173,10 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
         torch.set_num_threads(cfg.threads)
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_config(cfg, run_dir / "config.yaml")
+    if sandbox is None and cfg.cluster.address:  # one sandbox pool per Ray node, behind the Sandbox protocol
+        from posttrain.distributed import remote_sandbox
+
+        sandbox = remote_sandbox(cfg)
     sandbox = sandbox or default_sandbox()
     splits = make_splits(cfg)
     save_splits(splits, run_dir)

@@ -72,7 +72,12 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
         from posttrain.models import load_policy
 
         model, tok = load_policy(ckpt)
-    engine = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
+    if cfg.cluster.address:  # rollout workers on a Ray cluster, behind the same Engine protocol
+        from posttrain.distributed import remote_engine
+
+        engine = remote_engine(cfg, model, tok)
+    else:
+        engine = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99))
     ref = copy.deepcopy(model).eval() if cfg.rl.kl_coef > 0 else None
     st = RLState(cfg, run_dir, model, tok, engine, opt, sched,
@@ -173,6 +178,8 @@ async def rl_step(st: RLState) -> dict[str, float]:
         **{f"train/{k}": v for k, v in stats.items()},
         **st.scheduler.metrics(),
     }
+    for part in (st.engine, st.runner.ctx.sandbox):  # Ray parts: per-node throughput, queue depth, failures
+        row.update(getattr(part, "cluster_metrics", dict)())
     return row
 
 

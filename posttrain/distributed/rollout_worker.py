@@ -1,0 +1,51 @@
+"""`RolloutWorker`: an actor holding one `fast` engine (runs inside Ray).
+
+    w = ray.remote(RolloutWorker).remote(ray.put((model, tok)), "fast", engine_args, threads)
+    ray.get(w.load_weights.remote(state_ref, version, manifest))   # verified install
+    outs = ray.get(w.generate.remote(requests))
+
+Weights arrive as one object-store reference shared by every worker (the driver puts the
+state once; each node pulls it once). The engine's own `load_weights` verifies every
+tensor against the trainer's manifest (rollout/weight_sync.py) and raises naming the
+tensor on any mismatch, so a corrupted transfer never generates.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Mapping, Sequence
+
+
+class RolloutWorker:
+    def __init__(self, payload: tuple[Any, Any], engine_name: str, engine_args: dict, threads: int = 1) -> None:
+        import torch
+
+        from posttrain.rollout import make_engine
+
+        torch.set_num_threads(threads)  # the node's other CPUs belong to its sandboxes
+        model, tok = payload
+        self.engine = make_engine(engine_name, model, tok, **engine_args)
+        self.generated = 0
+
+    def info(self) -> dict[str, Any]:
+        import ray
+
+        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
+                "version": self.engine.weights_version}
+
+    def load_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None) -> dict:
+        t0 = time.perf_counter()
+        rep = self.engine.load_weights(state, version, manifest) if manifest is not None \
+            else self.engine.load_weights(state, version)
+        out = {"version": self.engine.weights_version, "install_s": time.perf_counter() - t0}
+        if rep is not None and hasattr(rep, "verify_s"):
+            out.update(copy_s=rep.copy_s, verify_s=rep.verify_s, bytes=rep.bytes, tensors=rep.tensors)
+        return out
+
+    def generate(self, requests: Sequence[Any]) -> tuple[int, list[Any]]:
+        """(weights version used, completions): the driver checks the version it got."""
+        v = self.engine.weights_version
+        outs = self.engine.generate(requests)
+        self.generated += len(outs)
+        return v, outs
