@@ -7,8 +7,10 @@ calls over a 200-character question: more than the default tiny model's 256-toke
 character context holds. These tasks keep the same contract (tools listed in the
 environment, an oracle action plan, the domain's verifier shape
 `step_efficiency(weighted(0.7 * math_answer, 0.3 * tool_use))`) with one tool: the
-product of a 3-4 digit and a 2-3 digit number, which a character-level model cannot
-compute in its head but can copy into a calculator call and copy back.
+product of a 4-digit and a 3-digit number with a 7-digit result, which a character-level
+model cannot compute in its head but can copy into a calculator call and copy back. The
+widths are fixed so that copying is a constant relative offset (learnable by a 2-layer
+model in minutes); the values are drawn at random.
 The oracle: calculator(expression) -> "The answer is P." (2 steps); budget 4 steps.
 """
 
@@ -41,9 +43,9 @@ def product_tasks(n: int, seed: int, exclude: Iterable[str] = ()) -> list[Task]:
     seen = set(exclude)
     out: list[Task] = []
     while len(out) < n:
-        a, b = rng.randrange(100, 10_000), rng.randrange(10, 1_000)
+        a, b = rng.randrange(1000, 10_000), rng.randrange(100, 1_000)
         q = f"What is {a} * {b}?"
-        if q in seen:
+        if q in seen or len(str(a * b)) != 7:
             continue
         seen.add(q)
         out.append(product_task(a, b, f"tools-products-{seed}-{len(out)}"))

@@ -40,6 +40,7 @@ from posttrain.types import ExecResult, Task
 
 DEFAULT_TIMEOUT_S = 10.0
 SESSION_TOOLS = ("bash", "python", "read_file", "write_file")
+RECORD_CHARS = 1 << 16  # output kept in an in-process tool's ExecResult
 
 
 class SandboxDown(Exception):
@@ -158,8 +159,9 @@ async def execute(tool: Tool, args: Mapping[str, Any], state: dict[str, Any], ti
         if res.status == "sandbox_error":
             raise SandboxDown(f"{tool.name}: {res.error or 'sandbox error'}")
         return Observation(text, res)
-    return Observation(text, ExecResult(status=status, exit_code=0 if status == "ok" else None, stdout=text,
-                                        wall_s=wall, cpu_s=0.0, error=err))
+    kept = text[:RECORD_CHARS]  # the record keeps a bounded copy; the loop truncates the observation
+    return Observation(text, ExecResult(status=status, exit_code=0 if status == "ok" else None, stdout=kept,
+                                        stdout_truncated=len(kept) < len(text), wall_s=wall, cpu_s=0.0, error=err))
 
 
 # ---- built-ins: session tools and submit ----------------------------------------------------
