@@ -1,0 +1,199 @@
+"""Agent loop benchmark: RL on the `tools` domain (headline), and terminal-domain speed.
+
+    nice -n 10 .venv/bin/python benchmarks/agent_bench.py headline [--sft-steps 300 --rl-minutes 8]
+    nice -n 10 .venv/bin/python benchmarks/agent_bench.py speed [--episodes 32 --repeats 3]
+
+headline: the tiny default model (context 512) gets a short SFT warm-up on oracle action
+plans of calculator-product tasks (`posttrain/rollout/agent_tasks.py`), is evaluated
+greedily on 200 held-out tasks through the agent loop ("before"), trained with the real
+RL step (`posttrain.train.rl.rl_step`, which dispatches these multi-step tasks to the
+agent rollout) for a wall-clock budget, and evaluated again ("after"). Completion =
+the verifier's `passed` (right answer and the calculator used). Paired exact McNemar
+over the same tasks; average steps on solved tasks before vs after.
+
+speed: `terminal` tasks, 32 episodes at once, each with its own sandbox session, driven
+(a) by an oracle policy that replays each task's plan (no model cost: the loop, tools
+and sandbox) and (b) by the tiny model through the `fast` engine (real generation,
+mostly malformed calls). Reports steps/s and the share of summed episode time spent
+generating, in in-process tools, in the sandbox (session start, shell steps) and in
+verification; shares can sum to more than the wall time's worth because episodes overlap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, Any]:
+    from posttrain.rollout.agent import AgentOptions, rollout_agent
+
+    trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=1, temperature=0.0))
+    passed = {t.task_id: bool(t.verify and t.verify.passed) for t in trajs if not t.infra_error}
+    solved_steps = [t.num_steps for t in trajs if t.verify and t.verify.passed]
+    return {"passed": passed, "steps_solved": statistics.mean(solved_steps) if solved_steps else float("nan"),
+            "malformed": sum(t.verify.details.get("agent", {}).get("malformed", 0) for t in trajs if t.verify),
+            "example": [x.text for x in trajs[0].turns]}
+
+
+def headline(args: argparse.Namespace) -> None:
+    import torch
+
+    from posttrain.config import load_config
+    from posttrain.eval.stats import mcnemar_exact
+    from posttrain.models.tiny import build_tiny
+    from posttrain.rollout.agent_sft import plan_demonstrations, sft_on_demonstrations
+    from posttrain.rollout.agent_tasks import product_tasks
+    from posttrain.train.rl import build_state, rl_step
+
+    torch.set_num_threads(args.threads)
+    cfg = load_config(None, [f"model.tiny.max_position_embeddings=512", f"rl.prompts_per_step={args.prompts}",
+                             f"rl.group_size={args.group}", f"rl.lr={args.lr}", "rl.checkpoint_every=0",
+                             f"seed={args.seed}", "engine.name=fast"])
+    t0 = time.perf_counter()
+    model, tok = build_tiny(cfg.model.tiny, seed=args.seed)
+    train = product_tasks(args.n_train, args.seed)
+    held = product_tasks(args.n_eval, 10_000 + args.seed, exclude={t.prompt[-1].content for t in train})
+    demos = asyncio.run(plan_demonstrations(tok, train))
+    sft_losses = sft_on_demonstrations(model, tok, demos, steps=args.sft_steps, lr=args.sft_lr, batch_size=32,
+                                       seed=args.seed)
+    t_sft = time.perf_counter() - t0
+    run_dir = Path(args.out)
+    st = build_state(cfg, run_dir, model, tok, train, held, sandbox=None)
+    before = asyncio.run(agent_eval(st.engine, tok, held))
+    t_rl0 = time.perf_counter()
+    rows = []
+    while time.perf_counter() - t_rl0 < args.rl_minutes * 60 and st.step < args.max_rl_steps:
+        row = asyncio.run(rl_step(st))
+        st.metrics.log(st.step, row)
+        rows.append(row)
+        print(f"rl step {st.step}: reward {row['reward/mean']:.3f} step_s {row['time/step_s']:.1f}", flush=True)
+        st.step += 1
+    t_rl = time.perf_counter() - t_rl0
+    after = asyncio.run(agent_eval(st.engine, tok, held))
+    common = [k for k in before["passed"] if k in after["passed"]]
+    b = sum(before["passed"][k] and not after["passed"][k] for k in common)
+    c = sum(after["passed"][k] and not before["passed"][k] for k in common)
+    pb = sum(before["passed"][k] for k in common) / len(common)
+    pa = sum(after["passed"][k] for k in common) / len(common)
+    total = time.perf_counter() - t0
+    print(f"\nheld-out tasks: {len(common)}; SFT {args.sft_steps} steps (final loss {sft_losses[-1]:.3f}); "
+          f"RL {st.step} steps ({args.prompts}x{args.group} episodes each)")
+    print("| metric | before RL | after RL | after/before |")
+    print("| --- | --- | --- | --- |")
+    print(f"| completion (pass) | {pb:.3f} | {pa:.3f} | {pa / pb if pb else float('inf'):.2f} |")
+    print(f"| avg steps, solved tasks | {before['steps_solved']:.2f} | {after['steps_solved']:.2f} | "
+          f"{after['steps_solved'] / before['steps_solved']:.2f} |")
+    print(f"| malformed calls | {before['malformed']} | {after['malformed']} | |")
+    print(f"\ncompletion +{100 * (pa - pb):.1f} points; McNemar exact p = {mcnemar_exact(b, c):.2g} "
+          f"(fail->pass {c}, pass->fail {b})")
+    print(f"wall: SFT {t_sft:.0f}s, RL {t_rl:.0f}s, total incl. evals {total:.0f}s")
+    print("after example:", after["example"])
+    (run_dir / "agent_bench.json").write_text(json.dumps({"before": pb, "after": pa, "b": b, "c": c,
+        "steps_before": before["steps_solved"], "steps_after": after["steps_solved"], "rl_steps": st.step,
+        "wall_sft": t_sft, "wall_rl": t_rl, "wall_total": total, "rows": rows}, default=str))
+
+
+class OracleEngine:
+    """Replays each task's oracle plan (the task is recognised by its prompt's token ids)."""
+
+    def __init__(self, tok: Any, tasks: Sequence[Any]) -> None:
+        from posttrain.rollout.prompting import encode_prompt
+        from posttrain.rollout.toolcall import format_tool_call
+        from posttrain.tasks.plan import parse_plan
+
+        self.tok, self.weights_version, self.max_len = tok, 0, 1 << 20
+        self.plans = {}
+        for t in tasks:
+            steps = parse_plan(t.oracle)
+            self.plans[encode_prompt(tok, t.prompt)] = [format_tool_call("bash", {"command": s["arguments"]["cmd"]})
+                                                        if "tool" in s else format_tool_call("submit", {}) for s in steps]
+
+    def generate(self, requests: Sequence[Any]) -> list[Any]:
+        from posttrain.rollout.engine import Completion
+
+        out = []
+        for r in requests:
+            text = self.tok.decode(list(r.prompt_ids), skip_special_tokens=False)
+            plan = next(p for q, p in self.plans.items() if tuple(r.prompt_ids[: len(q)]) == q)
+            reply = plan[min(text.count("<|tool|>"), len(plan) - 1)]
+            ids = tuple(self.tok(reply, add_special_tokens=False)["input_ids"]) + (self.tok.eos_token_id,)
+            out.append(Completion(r.id, 0, ids, (0.0,) * len(ids), reply, "stop"))
+        return out
+
+
+async def speed_once(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, float]:
+    from posttrain.rollout.agent import AgentOptions, rollout_agent
+    from posttrain.sandbox import SandboxPool
+
+    pool = SandboxPool()
+    t0 = time.perf_counter()
+    try:
+        trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=1, temperature=1.0, seed=0, max_steps=4,
+                                                                     max_new_tokens=48, concurrency=len(tasks)),
+                                    sandbox=pool)
+    finally:
+        await pool.close()
+    wall = time.perf_counter() - t0
+    tot = sum(t.timings.get("total_s", 0.0) for t in trajs)
+    share = {k: sum(t.timings.get(k, 0.0) for t in trajs) / tot for k in ("generate_s", "tool_s", "sandbox_s", "verify_s")}
+    steps = sum(t.num_steps for t in trajs)
+    return {"steps_per_s": steps / wall, "wall_s": wall, "steps": steps, "passed": sum(t.verify.passed for t in trajs
+            if t.verify), "infra": sum(t.infra_error for t in trajs), **share}
+
+
+def speed(args: argparse.Namespace) -> None:
+    import torch
+
+    from posttrain.config import TinyModelConfig
+    from posttrain.models.tiny import build_tiny
+    from posttrain.registry import build
+    from posttrain.rollout import make_engine
+
+    torch.set_num_threads(args.threads)
+    tasks = build("terminal", kind="domain").generate(args.episodes, seed=0, difficulty=0.0)
+    model, tok = build_tiny(TinyModelConfig(max_position_embeddings=1024), seed=0)
+    engines = {"oracle policy (no model)": OracleEngine(tok, tasks), "tiny model, fast engine": make_engine("fast", model, tok)}
+    print(f"terminal domain, {args.episodes} concurrent episodes (one sandbox session each), medians of {args.repeats}")
+    print("| policy | steps/s | wall s | generation (incl. queue) | tools | sandbox | verify | passed | infra errors |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, eng in engines.items():
+        runs = [asyncio.run(speed_once(eng, tok, tasks)) for _ in range(args.repeats)]
+        m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        print(f"| {name} | {m['steps_per_s']:.1f} | {m['wall_s']:.2f} | {m['generate_s']:.0%} | {m['tool_s']:.0%} | "
+              f"{m['sandbox_s']:.0%} | {m['verify_s']:.0%} | {m['passed']:.0f}/{args.episodes} | {m['infra']:.0f} |")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("part", choices=["headline", "speed"])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sft-steps", type=int, default=300)
+    p.add_argument("--sft-lr", type=float, default=3e-3)
+    p.add_argument("--rl-minutes", type=float, default=8.0)
+    p.add_argument("--max-rl-steps", type=int, default=1000)
+    p.add_argument("--prompts", type=int, default=16)
+    p.add_argument("--group", type=int, default=8)
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--n-train", type=int, default=2000)
+    p.add_argument("--n-eval", type=int, default=200)
+    p.add_argument("--out", default="runs/agent_bench")
+    p.add_argument("--episodes", type=int, default=32)
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args()
+    headline(args) if args.part == "headline" else speed(args)
+
+
+if __name__ == "__main__":
+    main()
