@@ -98,8 +98,8 @@ def sft_on_demonstrations(model: Any, tok: Any, demos: Sequence[Demo], steps: in
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
         if on_step is not None:
-            on_step(step, float(loss))
+            on_step(step, losses[-1])
     model.eval()
     return losses

@@ -109,7 +109,9 @@ async def eval_phase(name: str, run_dir: Path, engine: Any, tok: Any, tasks: lis
     if cached is not None:
         return cached
     report("eval", {"name": name, "n": len(tasks)})
-    res = await evaluate_heldout(engine, tok, tasks, runner, max_new_tokens)
+    from posttrain.rollout.agent_rl import evaluate_heldout_mixed  # multi-step tasks run as agent episodes
+
+    res = await evaluate_heldout_mixed(engine, tok, tasks, runner, max_new_tokens)
     _save_eval(path, res)
     return res
 

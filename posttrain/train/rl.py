@@ -184,7 +184,10 @@ async def rl_step(st: RLState) -> dict[str, float]:
 
 
 async def run_eval(st: RLState) -> HeldoutResult:
-    return await evaluate_heldout(st.engine, st.tok, st.eval_tasks, st.runner, st.cfg.eval.max_new_tokens, st.step)
+    from posttrain.rollout.agent_rl import evaluate_heldout_mixed  # multi-step tasks run as agent episodes
+
+    return await evaluate_heldout_mixed(st.engine, st.tok, st.eval_tasks, st.runner, st.cfg.eval.max_new_tokens,
+                                        st.step, st.cfg.agent)
 
 
 def save(st: RLState, step: int) -> None:

@@ -12,11 +12,11 @@ seed: 0
 model: {tiny: {max_position_embeddings: 1024}}
 tasks:
   domains:
-    arithmetic: {n_train: 40, n_eval: 4}
-    tools: {n_train: 40, n_eval: 4, difficulty: 0, args: {max_new_tokens: 48}}
-sft: {steps: 2, batch_size: 8}
+    arithmetic: {n_train: 16, n_eval: 2}
+    tools: {n_train: 16, n_eval: 2, difficulty: 0, args: {max_new_tokens: 32}}
+sft: {steps: 1, batch_size: 4}
 rl: {steps: 2, prompts_per_step: 4, group_size: 2, checkpoint_every: 0}
-agent: {token_budget: 700, malformed_penalty: 0.05}
+agent: {token_budget: 480, malformed_penalty: 0.05}
 """
 
 
