@@ -71,10 +71,18 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def rl(
-        config: Path = typer.Argument(..., help="run config YAML"),
+        config: Optional[Path] = typer.Argument(None, help="run config YAML (optional with --resume)"),
         overrides: List[str] = typer.Argument(None, help="dotted overrides, e.g. rl.lr=3e-4"),
         out: Optional[Path] = typer.Option(None, "--out", help="run directory (default <out_dir>/<name>)"),
         resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory"),
     ) -> None:
         """Run the RL loop (SFT warm-up if configured, RL, before/after evaluation) on CONFIG."""
-        _run(config, overrides or [], out, resume)
+        overrides = list(overrides or [])
+        if config is not None and "=" in str(config) and not config.exists():
+            overrides.insert(0, str(config))  # `rl --resume RUN key=value`: no config file given
+            config = None
+        if config is None and resume is None:
+            from posttrain.errors import ConfigError
+
+            raise ConfigError("posttrain rl needs a CONFIG file (or --resume RUN)")
+        _run(config, overrides, out, resume)
