@@ -41,12 +41,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 class LocalCluster:
     def __init__(self, nodes: dict[str, int], object_store_mb: int = 128, timeout_s: float = 300.0) -> None:
         self.nodes, self.object_store_mb, self.timeout_s = nodes, object_store_mb, timeout_s
         self.tmp = Path(tempfile.mkdtemp(prefix="ptray-", dir="/tmp"))  # short: unix socket paths
         self.port = _free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self._orphans: set[int] = set()
 
     def _ray(self, *args: str) -> None:
         env = {**os.environ, **ENV}
@@ -73,16 +81,24 @@ class LocalCluster:
         return self
 
     def pids(self) -> list[int]:
-        """Every live process started for this cluster (its command line names our temp dir)."""
-        key, out = str(self.tmp).encode(), []
+        """Every live process of this cluster: those whose command line names our temp dir,
+        and their descendants (Ray renames its workers `ray::...`, hiding the temp dir)."""
+        key, mine, parent = str(self.tmp).encode(), set(), {}
         for d in Path("/proc").iterdir():
-            if d.name.isdigit() and int(d.name) != os.getpid():
-                try:
-                    if key in (d / "cmdline").read_bytes():
-                        out.append(int(d.name))
-                except OSError:
-                    continue
-        return out
+            if not d.name.isdigit() or int(d.name) == os.getpid():
+                continue
+            try:
+                if key in (d / "cmdline").read_bytes():
+                    mine.add(int(d.name))
+                parent[int(d.name)] = _ppid(int(d.name))
+            except OSError:
+                continue
+        grew = True
+        while grew:
+            new = {p for p, pp in parent.items() if pp in mine and p not in mine}
+            mine |= new
+            grew = bool(new)
+        return sorted(mine)
 
     def raylet_pid(self, node: str) -> int:
         for pid in self.pids():
@@ -95,14 +111,16 @@ class LocalCluster:
         raise RuntimeError(f"no raylet for node {node!r} in {self.tmp}")
 
     def kill_raylet(self, node: str) -> int:
+        """SIGKILL that node's raylet; its workers (which then exit) are remembered for stop()."""
         pid = self.raylet_pid(node)
+        self._orphans |= {p for p in self.pids() if _ppid(p) == pid}
         os.kill(pid, signal.SIGKILL)
         return pid
 
     def stop(self) -> None:
         """SIGKILL every process of this cluster by pid, then remove its temp dir."""
         for _ in range(5):
-            pids = self.pids()
+            pids = self.pids() + [p for p in self._orphans if Path(f"/proc/{p}").exists()]
             if not pids:
                 break
             for pid in pids:

@@ -30,6 +30,11 @@ def connect(address: str) -> None:
         return
     kw: dict[str, Any] = {"address": address, "log_to_driver": False, "configure_logging": False}
     if address.startswith("127.0.0.1") or address.startswith("localhost"):
+        # Ray rewrites a loopback address into the machine's routable one; a loopback
+        # cluster (localcluster.py) listens on 127.0.0.1 only, so keep it as given.
+        import ray._private.services as services
+
+        services.resolve_ip_for_localhost = lambda host: host
         kw["_node_ip_address"] = "127.0.0.1"
     try:
         ray.init(**kw)
