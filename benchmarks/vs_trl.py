@@ -113,13 +113,25 @@ def warm_model(model_dir: Path, train, held, seed: int = 0) -> float:
     model = build_model(tok, seed)
     items = [encode_conversation(tok, (Message("user", f"{a}+{b}="), Message("assistant", str(a + b))))
              for a, b in train]
-    acc, chunk = 0.0, 0
-    while acc < 0.35 and chunk < 60:
-        cfg = SFTConfig(steps=20, batch_size=64, lr=2e-3, warmup_steps=0, max_len=32)
-        train_encoded(model, tok.pad_token_id, items, cfg, TrainerConfig(), seed=seed + chunk)
-        chunk += 1
-        acc = greedy_accuracy(model, tok, held)
-        print(f"  warm-up: {chunk * 20} SFT steps, held-out greedy accuracy {acc:.3f}", flush=True)
+    cfg = SFTConfig(steps=4000, batch_size=128, lr=3e-3, warmup_steps=20, max_len=32)
+
+    class Reached(Exception):
+        pass
+
+    def check(step: int, row: dict) -> None:
+        if (step + 1) % 100 == 0:
+            acc = greedy_accuracy(model, tok, held)
+            model.train()
+            print(f"  warm-up: {step + 1} SFT steps, loss {row['loss']:.3f}, held-out greedy accuracy {acc:.3f}",
+                  flush=True)
+            if acc >= 0.35:
+                raise Reached
+
+    try:
+        train_encoded(model, tok.pad_token_id, items, cfg, TrainerConfig(), seed=seed, on_step=check)
+    except Reached:
+        pass
+    acc = greedy_accuracy(model, tok, held)
     model.save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
     return acc
@@ -158,7 +170,7 @@ def run_ours(model_dir: Path, train, held, steps: int, lr: float, seed: int) -> 
 
 def run_trl(model_dir: Path, train, held, steps: int, lr: float, seed: int) -> dict:
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, TrainerCallback
+    from transformers import AutoModelForCausalLM, PrinterCallback, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     tok = build_tokenizer()
@@ -190,6 +202,7 @@ def run_trl(model_dir: Path, train, held, steps: int, lr: float, seed: int) -> d
         model = AutoModelForCausalLM.from_pretrained(model_dir)
         tr = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data, processing_class=tok,
                          callbacks=[timer])
+        tr.remove_callback(PrinterCallback)  # no per-step log dicts on stdout
         tr.train()
         logs = [h for h in tr.state.log_history if "reward" in h]
         acc = greedy_accuracy(tr.model, tok, held)
