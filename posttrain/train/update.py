@@ -48,8 +48,8 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
                 kl = (kl_fn(logp, ref_logp) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 loss = loss + cfg.kl_coef * kl
                 st["kl"] = float(kl)
-            if not math.isfinite(float(loss)):
-                raise NonFiniteLoss(f"non-finite loss {float(loss)} on minibatch {k_mb} (epoch {_epoch}) of tasks "
+            if not math.isfinite(float(loss.detach())):
+                raise NonFiniteLoss(f"non-finite loss {float(loss.detach())} on minibatch {k_mb} (epoch {_epoch}) of tasks "
                                     f"{[t.task_id for t in sub[:4]]}")
             opt.zero_grad(set_to_none=True)
             (loss / 1.0).backward()
