@@ -63,6 +63,9 @@ class TasksConfig(Section):
         "code": DomainConfig(),
     }
     eval_seed: int = 10_000  # held-out split: a disjoint generator seed
+    # Fraction of the training tasks whose oracle demonstrations feed the SFT warm-up; RL
+    # samples the rest. RL on tasks the SFT just memorised carries no signal for the skill.
+    sft_frac: float = Field(default=0.5, ge=0.0, le=1.0)
     files: list[str] = []  # extra task files (JSONL/YAML)
 
 
@@ -116,6 +119,7 @@ class RLConfig(Section):
     prompts_per_step: int = 16
     group_size: int = 8
     lr: float = 1e-3
+    warmup_steps: int = 10  # linear LR warm-up: Adam's first steps are sign-like and large
     loss: str = "dapo"
     advantage: str = "group_norm"
     kl_coef: float = 0.0
@@ -153,7 +157,9 @@ class ScheduleConfig(Section):
 
 
 class EvalConfig(Section):
-    temperature: float = 0.0
+    # Held-out pass@1 is one sample per task at this temperature with a fixed seed; 0 = greedy.
+    temperature: float = 1.0
+    seed: int = 1234
     epochs: int = 1
     max_new_tokens: int = 24
 

@@ -39,8 +39,11 @@ class HeldoutResult:
 
 
 async def evaluate_heldout(engine: Engine, tokenizer: Any, tasks: Sequence[Task], runner: Any,
-                           max_new_tokens: int = 24, step: int = 0) -> HeldoutResult:
-    params = SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens, n=1)
+                           max_new_tokens: int = 24, step: int = 0, temperature: float = 0.0,
+                           seed: int = 0) -> HeldoutResult:
+    """One sample per task: greedy at temperature 0, else sampled with a fixed seed (pass@1)."""
+    params = SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, n=1,
+                            seed=seed if temperature > 0 else None)
     trajs = await rollout_single_turn(engine, tokenizer, tasks, params, step=step)
     trajs = await runner.verify_all({t.id: t for t in tasks}, trajs)
     passed, infra = {}, 0

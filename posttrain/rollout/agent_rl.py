@@ -49,13 +49,14 @@ async def rollout_mixed(engine: Any, tok: Any, tasks: Sequence[Task], params: Sa
 
 
 async def evaluate_heldout_mixed(engine: Any, tok: Any, tasks: Sequence[Task], runner: Any, max_new_tokens: int = 24,
-                                 step: int = 0, agent_cfg: Any = None) -> Any:
+                                 step: int = 0, agent_cfg: Any = None, temperature: float = 0.0,
+                                 seed: int = 0) -> Any:
     """`evaluate_heldout` with multi-step tasks run as greedy agent episodes (one per task)."""
     from posttrain.eval.heldout import HeldoutResult, evaluate_heldout
 
     single = [t for t in tasks if t.limits.max_steps <= 1]
     multi = [t for t in tasks if t.limits.max_steps > 1]
-    res = await evaluate_heldout(engine, tok, single, runner, max_new_tokens, step) if single else \
+    res = await evaluate_heldout(engine, tok, single, runner, max_new_tokens, step, temperature, seed) if single else \
         HeldoutResult({}, {}, [], 0)
     if multi:
         params = SamplingParams(temperature=0.0, n=1)

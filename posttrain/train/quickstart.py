@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,6 +34,12 @@ Report = Callable[[str, dict], None]  # phase, info -> progress display
 class Splits:
     train: list[Task]
     held_out: list[Task]
+    sft: list[Task] = field(default_factory=list)  # oracle demonstrations for the warm-up
+
+    @property
+    def rl(self) -> list[Task]:
+        ids = {t.id for t in self.sft}
+        return [t for t in self.train if t.id not in ids] or self.train
 
 
 def make_splits(cfg: RunConfig) -> Splits:
@@ -51,7 +57,14 @@ def make_splits(cfg: RunConfig) -> Splits:
         from posttrain.tasks.io import load_tasks
 
         train += load_tasks(f)
-    return Splits(train, held)
+    demos = [t for t in train if t.oracle is not None]
+    cut = {d: round(cfg.tasks.sft_frac * sum(t.domain == d for t in demos)) for d in {t.domain for t in demos}}
+    sft = []
+    for t in demos:  # the first sft_frac of each domain's tasks
+        if cut[t.domain] > 0:
+            sft.append(t)
+            cut[t.domain] -= 1
+    return Splits(train, held, sft)
 
 
 def save_splits(splits: Splits, run_dir: Path) -> None:
@@ -94,7 +107,7 @@ def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Report) -> 
     if (out / "config.json").is_file():
         return load_policy(out)
     model, tok = build_base(cfg, run_dir)
-    examples = [(t.prompt, t.oracle) for t in splits.train if t.oracle is not None]
+    examples = [(t.prompt, t.oracle) for t in splits.sft]
     losses = sft_train(model, tok, examples, cfg.sft, seed=cfg.seed,
                        on_step=lambda s, l: report("sft", {"step": s + 1, "total": cfg.sft.steps, "loss": l}))
     (run_dir / "sft_losses.json").write_text(json.dumps(losses))
@@ -103,7 +116,7 @@ def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Report) -> 
 
 
 async def eval_phase(name: str, run_dir: Path, engine: Any, tok: Any, tasks: list[Task], runner: Any,
-               max_new_tokens: int, report: Report) -> HeldoutResult:
+               cfg: RunConfig, report: Report) -> HeldoutResult:
     path = run_dir / f"eval_{name}.json"
     cached = _load_eval(path)
     if cached is not None:
@@ -111,7 +124,8 @@ async def eval_phase(name: str, run_dir: Path, engine: Any, tok: Any, tasks: lis
     report("eval", {"name": name, "n": len(tasks)})
     from posttrain.rollout.agent_rl import evaluate_heldout_mixed  # multi-step tasks run as agent episodes
 
-    res = await evaluate_heldout_mixed(engine, tok, tasks, runner, max_new_tokens)
+    res = await evaluate_heldout_mixed(engine, tok, tasks, runner, cfg.eval.max_new_tokens, 0, cfg.agent,
+                                       temperature=cfg.eval.temperature, seed=cfg.eval.seed)
     _save_eval(path, res)
     return res
 
@@ -185,11 +199,11 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
     model, tok = sft_phase(cfg, run_dir, splits, report)
     runner = VerifierRunner(sandbox, concurrency=4, retries=cfg.sandbox.retries)
     eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
-    before = await eval_phase("before", run_dir, eng, tok, splits.held_out, runner, cfg.eval.max_new_tokens, report)
+    before = await eval_phase("before", run_dir, eng, tok, splits.held_out, runner, cfg, report)
     report("before", {"pass@1": before.by_domain()})
-    st = build_state(cfg, run_dir, model, tok, splits.train, splits.held_out, sandbox, resume=resume)
+    st = build_state(cfg, run_dir, model, tok, splits.rl, splits.held_out, sandbox, resume=resume)
     await train_rl(st, on_step=lambda s, row: report("rl", {"step": s + 1, "total": cfg.rl.steps, **row}))
-    after = await eval_phase("after", run_dir, st.engine, tok, splits.held_out, st.runner, cfg.eval.max_new_tokens, report)
+    after = await eval_phase("after", run_dir, st.engine, tok, splits.held_out, st.runner, cfg, report)
     summary = summarize(before, after, time.perf_counter() - t0)
     if resume and (run_dir / "summary.json").is_file():
         summary["wall_s"] += json.loads((run_dir / "summary.json").read_text()).get("wall_s", 0.0)

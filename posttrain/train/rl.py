@@ -49,6 +49,7 @@ class RLState:
     tok: Any
     engine: Any
     opt: torch.optim.Optimizer
+    lr_sched: Any
     scheduler: Scheduler
     runner: VerifierRunner
     store: TrajectoryStore
@@ -79,8 +80,10 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     else:
         engine = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99))
+    warm = max(1, cfg.rl.warmup_steps)
+    lr_sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
     ref = copy.deepcopy(model).eval() if cfg.rl.kl_coef > 0 else None
-    st = RLState(cfg, run_dir, model, tok, engine, opt, sched,
+    st = RLState(cfg, run_dir, model, tok, engine, opt, lr_sched, sched,
                  VerifierRunner(sandbox, concurrency=max(2, cfg.sandbox.concurrency or 4), retries=cfg.sandbox.retries,
                                 format_weight=cfg.rl.format_weight),
                  TrajectoryStore(run_dir / "trajectories.sqlite"), MetricsLog(run_dir),
@@ -88,6 +91,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     if ckpt is not None:
         ts = load_trainer_state(ckpt)
         st.opt.load_state_dict(ts["optimizer"])
+        st.lr_sched.load_state_dict(ts["lr_scheduler"])
         st.scheduler.load_state_dict(ts["scheduler"])
         set_rng_state(ts["rng"])
         st.step, st.version = ts["step"] + 1, ts["version"]
@@ -157,6 +161,7 @@ async def rl_step(st: RLState) -> dict[str, float]:
     if learn:
         stats = update_policy(st.model, st.opt, [flat[i] for i in learn], adv[learn], cfg, st.tok.pad_token_id,
                               st.ref_model)
+        st.lr_sched.step()
     t_upd = time.perf_counter()
     sync_s = sync_weights(st)
     st.store.put_many(trajs)
@@ -186,12 +191,14 @@ async def rl_step(st: RLState) -> dict[str, float]:
 async def run_eval(st: RLState) -> HeldoutResult:
     from posttrain.rollout.agent_rl import evaluate_heldout_mixed  # multi-step tasks run as agent episodes
 
-    return await evaluate_heldout_mixed(st.engine, st.tok, st.eval_tasks, st.runner, st.cfg.eval.max_new_tokens,
-                                        st.step, st.cfg.agent)
+    e = st.cfg.eval
+    return await evaluate_heldout_mixed(st.engine, st.tok, st.eval_tasks, st.runner, e.max_new_tokens,
+                                        st.step, st.cfg.agent, temperature=e.temperature, seed=e.seed)
 
 
 def save(st: RLState, step: int) -> None:
-    state = {"optimizer": st.opt.state_dict(), "scheduler": st.scheduler.state_dict(), "step": step,
+    state = {"optimizer": st.opt.state_dict(), "lr_scheduler": st.lr_sched.state_dict(),
+             "scheduler": st.scheduler.state_dict(), "step": step,
              "version": st.version}
     if st.ref_model is not None:
         state["ref_model"] = st.ref_model.state_dict()
