@@ -148,6 +148,7 @@ def run_ours(model_dir: Path, train, held, steps: int, lr: float, seed: int) -> 
 
     cfg = load_config(None, [f"seed={seed}", f"rl.steps={steps}", "rl.prompts_per_step=16", "rl.group_size=8",
                              f"rl.max_new_tokens={GEN}", "rl.temperature=1.0", f"rl.lr={lr}", "rl.kl_coef=0",
+                             "rl.warmup_steps=0",  # constant LR, as TRL's lr_scheduler_type="constant"
                              "rl.loss=dapo", "rl.clip_eps=0.2", "rl.clip_eps_high=0.2", "rl.update_epochs=1",
                              "rl.minibatches=1", "rl.checkpoint_every=0", "rl.max_grad_norm=1.0",
                              "tasks.domains={arithmetic: {n_train: 1, n_eval: 1}}"])
