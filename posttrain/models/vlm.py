@@ -43,9 +43,13 @@ VLM_CHAT_TEMPLATE = (
 
 def build_processor(tok: Any, vcfg: TinyVisionConfig) -> Any:
     """A LlavaProcessor: resize to image_size, scale to [-1, 1], expand `<image>` to one token per patch."""
-    from transformers import LlavaProcessor, SiglipImageProcessorPil
+    from transformers import LlavaProcessor
 
-    ip = SiglipImageProcessorPil(size={"height": vcfg.image_size, "width": vcfg.image_size}, do_resize=True,
+    try:  # transformers 5: the PIL backend needs no torchvision
+        from transformers import SiglipImageProcessorPil as ImageProcessor
+    except ImportError:  # transformers 4.x
+        from transformers import SiglipImageProcessor as ImageProcessor
+    ip = ImageProcessor(size={"height": vcfg.image_size, "width": vcfg.image_size}, do_resize=True,
                                  do_rescale=True, do_normalize=True, image_mean=[0.5] * 3, image_std=[0.5] * 3)
     tok.chat_template = VLM_CHAT_TEMPLATE
     return LlavaProcessor(image_processor=ip, tokenizer=tok, patch_size=vcfg.patch_size,

@@ -165,7 +165,7 @@ async def _run(cfg: RunConfig, run_dir: Path, report: Report) -> dict:
     from posttrain.train.rl import build_state, train_rl
     from posttrain.verifiers.run import VerifierRunner
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -188,6 +188,7 @@ async def _run(cfg: RunConfig, run_dir: Path, report: Report) -> dict:
     phases["eval_after_s"] = time.perf_counter() - t0 - sum(phases.values())
     save_vlm(st.model, tok, run_dir / "final-model")
     summary = summarize(before, after, time.perf_counter() - t0, phases)
+    summary["cpu_s"] = time.process_time() - c0  # all threads: on a shared machine wall time overstates cost
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     st.metrics.close()
     st.store.close()
