@@ -97,27 +97,26 @@ def headline(args: argparse.Namespace) -> None:
     print(f"| malformed calls | {before['malformed']} | {after['malformed']} | |")
     print(f"\ncompletion +{100 * (pa - pb):.1f} points; McNemar exact p = {mcnemar_exact(b, c):.2g} "
           f"(fail->pass {c}, pass->fail {b})")
-    print(f"wall: SFT {t_sft:.0f}s, RL {t_rl:.0f}s, total incl. evals {total:.0f}s")
+    cpu = time.process_time()
+    print(f"wall: SFT {t_sft:.0f}s, RL {t_rl:.0f}s, total incl. evals {total:.0f}s; process CPU time {cpu:.0f}s "
+          f"(= {cpu / args.threads:.0f}s on {args.threads} dedicated cores)")
     print("after example:", after["example"])
     (run_dir / "agent_bench.json").write_text(json.dumps({"before": pb, "after": pa, "b": b, "c": c,
         "steps_before": before["steps_solved"], "steps_after": after["steps_solved"], "rl_steps": st.step,
-        "wall_sft": t_sft, "wall_rl": t_rl, "wall_total": total, "rows": rows}, default=str))
+        "wall_sft": t_sft, "wall_rl": t_rl, "wall_total": total, "cpu_s": cpu, "rows": rows}, default=str))
 
 
 class OracleEngine:
-    """Replays each task's oracle plan (the task is recognised by its prompt's token ids)."""
+    """Replays each task's oracle plan (tasks of one kind share a prompt, so the agent's request
+    id, `step:task_id:sample:turn`, names the task)."""
 
     def __init__(self, tok: Any, tasks: Sequence[Any]) -> None:
-        from posttrain.rollout.prompting import encode_prompt
         from posttrain.rollout.toolcall import format_tool_call
         from posttrain.tasks.plan import parse_plan
 
         self.tok, self.weights_version, self.max_len = tok, 0, 1 << 20
-        self.plans = {}
-        for t in tasks:
-            steps = parse_plan(t.oracle)
-            self.plans[encode_prompt(tok, t.prompt)] = [format_tool_call("bash", {"command": s["arguments"]["cmd"]})
-                                                        if "tool" in s else format_tool_call("submit", {}) for s in steps]
+        self.plans = {t.id: [format_tool_call("bash", {"command": s["arguments"]["cmd"]}) if "tool" in s
+                             else format_tool_call("submit", {}) for s in parse_plan(t.oracle)] for t in tasks}
 
     def generate(self, requests: Sequence[Any]) -> list[Any]:
         from posttrain.rollout.engine import Completion
@@ -125,7 +124,7 @@ class OracleEngine:
         out = []
         for r in requests:
             text = self.tok.decode(list(r.prompt_ids), skip_special_tokens=False)
-            plan = next(p for q, p in self.plans.items() if tuple(r.prompt_ids[: len(q)]) == q)
+            plan = self.plans[r.id.split(":")[1]]
             reply = plan[min(text.count("<|tool|>"), len(plan) - 1)]
             ids = tuple(self.tok(reply, add_special_tokens=False)["input_ids"]) + (self.tok.eos_token_id,)
             out.append(Completion(r.id, 0, ids, (0.0,) * len(ids), reply, "stop"))
@@ -165,13 +164,16 @@ def speed(args: argparse.Namespace) -> None:
     model, tok = build_tiny(TinyModelConfig(max_position_embeddings=1024), seed=0)
     engines = {"oracle policy (no model)": OracleEngine(tok, tasks), "tiny model, fast engine": make_engine("fast", model, tok)}
     print(f"terminal domain, {args.episodes} concurrent episodes (one sandbox session each), medians of {args.repeats}")
-    print("| policy | steps/s | wall s | generation (incl. queue) | tools | sandbox | verify | passed | infra errors |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| policy | steps/s | wall s | generation (incl. queue) | tools | sandbox | verify | passed | infra errors "
+          "| prompt tokens served from KV cache |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, eng in engines.items():
         runs = [asyncio.run(speed_once(eng, tok, tasks)) for _ in range(args.repeats)]
         m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        hit = eng.stats()["prefix_cache_hit_rate"] if hasattr(eng, "stats") else float("nan")
         print(f"| {name} | {m['steps_per_s']:.1f} | {m['wall_s']:.2f} | {m['generate_s']:.0%} | {m['tool_s']:.0%} | "
-              f"{m['sandbox_s']:.0%} | {m['verify_s']:.0%} | {m['passed']:.0f}/{args.episodes} | {m['infra']:.0f} |")
+              f"{m['sandbox_s']:.0%} | {m['verify_s']:.0%} | {m['passed']:.0f}/{args.episodes} | {m['infra']:.0f} "
+              f"| {hit:.0%} |")
 
 
 def main() -> None:
