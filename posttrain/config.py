@@ -58,9 +58,11 @@ class DomainConfig(Section):
 
 
 class TasksConfig(Section):
+    # Quickstart defaults, tuned for the tiny model on 2 cores (docs/benchmarks.md): operands
+    # 6..63 for arithmetic, slopes 2..12 and intercepts 0..59 for code.
     domains: dict[str, DomainConfig] = {
-        "arithmetic": DomainConfig(),
-        "code": DomainConfig(),
+        "arithmetic": DomainConfig(difficulty=0.8, n_train=3000, n_eval=200),
+        "code": DomainConfig(difficulty=0.6, n_train=3000, n_eval=150),
     }
     eval_seed: int = 10_000  # held-out split: a disjoint generator seed
     # Fraction of the training tasks whose oracle demonstrations feed the SFT warm-up; RL
@@ -70,7 +72,7 @@ class TasksConfig(Section):
 
 
 class SFTConfig(Section):
-    steps: int = 200
+    steps: int = 600
     lr: float = 3e-3
     batch_size: int = 64
     warmup_steps: int = 10
@@ -115,11 +117,11 @@ class DPOConfig(Section):
 
 
 class RLConfig(Section):
-    steps: int = 100
+    steps: int = 200
     prompts_per_step: int = 16
     group_size: int = 8
-    lr: float = 1e-3
-    warmup_steps: int = 10  # linear LR warm-up: Adam's first steps are sign-like and large
+    lr: float = 2e-4
+    warmup_steps: int = 20  # linear LR warm-up: Adam's first steps are sign-like and large
     loss: str = "dapo"
     advantage: str = "group_norm"
     kl_coef: float = 0.0
