@@ -12,7 +12,9 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title="held-out pass@1 (greedy), before vs after RL")
+    ev = summary.get("eval", {})
+    how = "greedy" if not ev.get("temperature") else f"one sample at T={ev['temperature']}, seed {ev.get('seed')}"
+    t = Table(title=f"held-out pass@1 ({how}), before vs after RL")
     t.add_column("domain"), t.add_column("before RL", justify="right"), t.add_column("after RL", justify="right")
     t.add_column("delta", justify="right"), t.add_column("McNemar p", justify="right")
     for d, b in summary["before"]["domains"].items():

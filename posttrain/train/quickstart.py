@@ -153,9 +153,10 @@ def plot_rewards(run_dir: Path, history: list[dict], before: HeldoutResult, afte
     return path
 
 
-def summarize(before: HeldoutResult, after: HeldoutResult, wall_s: float) -> dict:
+def summarize(before: HeldoutResult, after: HeldoutResult, wall_s: float, cfg: RunConfig) -> dict:
     overall = paired_mcnemar(before, after)
     return {
+        "eval": {"temperature": cfg.eval.temperature, "seed": cfg.eval.seed, "samples_per_task": 1},
         "before": {"pass@1": before.mean_over_domains(), "domains": before.by_domain()},
         "after": {"pass@1": after.mean_over_domains(), "domains": after.by_domain()},
         "p_value": overall.p_value,
@@ -204,7 +205,7 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
     st = build_state(cfg, run_dir, model, tok, splits.rl, splits.held_out, sandbox, resume=resume)
     await train_rl(st, on_step=lambda s, row: report("rl", {"step": s + 1, "total": cfg.rl.steps, **row}))
     after = await eval_phase("after", run_dir, st.engine, tok, splits.held_out, st.runner, cfg, report)
-    summary = summarize(before, after, time.perf_counter() - t0)
+    summary = summarize(before, after, time.perf_counter() - t0, cfg)
     if resume and (run_dir / "summary.json").is_file():
         summary["wall_s"] += json.loads((run_dir / "summary.json").read_text()).get("wall_s", 0.0)
     plot_rewards(run_dir, st.metrics.read(), before, after)
