@@ -93,6 +93,9 @@ class HFEngine:
                       return_dict_in_generate=True, pad_token_id=pad, eos_token_id=self.tok.eos_token_id)
         if sample:
             kwargs.update(temperature=p.temperature, top_p=p.top_p, top_k=p.top_k or None)
+        image_id = getattr(self.model.config, "image_token_id", None) if self._vision else None
+        if image_id is not None:  # a sampled placeholder would have no pixels behind it in training
+            kwargs["suppress_tokens"] = [image_id]
         if any(r.images for r in reqs):  # image inputs (pixel_values, ...) in row order
             from posttrain.rollout.vision import concat_inputs
 

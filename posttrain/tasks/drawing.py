@@ -1,14 +1,14 @@
 """`drawing`: simple engineering drawings (a plate with holes, two views, dimensions).
 
 Questions (the drawing is the message's image attachment):
-- `holes`      "holes?"         -> how many through-holes the plate has (1..3, up to 5)
+- `holes`      "holes?"         -> how many through-holes the plate has (1..4, up to 6)
 - `view`       "hole in view?"  -> front / top: which of the two views shows the hole
 - `dimension`  "width mm?"      -> the plate width from its dimension annotation
 
 Drawings are to scale (1 px = 3 mm at size 32), so a dimension is readable from the
 annotation text (drawn when `size >= 48`) or from the geometry. Difficulty knob: 1.0 ->
-1-3 holes, front view always on the left, `holes` and `view`; 1.5 adds `dimension`;
-2.0 allows 1-5 holes, swaps the views at random (the F/T labels must be read) and adds
+1-4 holes (positions and radii jittered), front view always on the left, `holes` and `view`; 1.5 adds `dimension`;
+2.0 allows 1-6 holes, swaps the views at random (the F/T labels must be read) and adds
 noise. `questions=[...]` pins the mix.
 """
 
@@ -38,7 +38,7 @@ def render_holes(k: int, size: int, rng: random.Random, noise: float) -> Any:
     d.rectangle([int(2 * s), int(6 * s), int(29 * s), int(25 * s)], outline=INK, width=max(1, int(s)))
     cells = [(cx, cy) for cy in (11, 20) for cx in (7, 13, 19, 25)]  # 8 cell centres, none touch
     for cx, cy in rng.sample(cells, k):
-        r = 2.2 * s
+        cx, cy, r = cx + rng.uniform(-1, 1), cy + rng.uniform(-1, 1), rng.uniform(1.6, 2.4) * s  # jitter: no two alike
         d.ellipse([cx * s - r, cy * s - r, cx * s + r, cy * s + r], outline=INK, fill=(90, 90, 90))
     _noise(d, rng, size, noise)
     return img
@@ -53,7 +53,8 @@ def render_views(hole_in: str, front_left: bool, size: int, rng: random.Random, 
         if size >= 48:
             d.text(((box[0] + box[2]) / 2, int(3 * s)), view[0].upper(), fill=INK, font=font, anchor="mt")
         if view == hole_in:
-            cx, cy, r = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2, 3.5 * s
+            r = rng.uniform(2.0, 4.0) * s
+            cx, cy = rng.uniform(box[0] + r + s, box[2] - r - s), rng.uniform(box[1] + r + s, box[3] - r - s)
             d.ellipse([cx - r, cy - r, cx + r, cy + r], outline=INK, fill=(90, 90, 90))
     _noise(d, rng, size, noise)
     return img
@@ -90,7 +91,7 @@ class Drawing:
     def _one(self, rng: random.Random, q: str, difficulty: float) -> tuple[Any, str, str, Spec, dict]:
         noise = max(0.0, difficulty - 1.0)
         if q == "holes":
-            top = 5 if difficulty >= 2 else 3
+            top = 6 if difficulty >= 2 else 4
             k = rng.randint(1, top)
             opts = [str(i) for i in range(1, top + 1)]
             return (render_holes(k, self.size, rng, noise), "holes?", str(k),

@@ -61,3 +61,17 @@ def test_engines_reject_images_for_a_text_only_model_or_fast(vlm):
     (fast,) = make_engine("fast", model, tok).generate([req])
     assert hf.finish_reason == "error" and "LlamaForCausalLM" in hf.error and "r1" in hf.error
     assert fast.finish_reason == "error" and "image" in fast.error
+
+
+def test_hf_engine_never_samples_the_image_placeholder(vlm):
+    import copy
+
+    import torch
+
+    model, tok = vlm
+    m = copy.deepcopy(model)
+    image_id = tok.processor.image_token_id
+    with torch.no_grad():  # tied embeddings: make <image> the most likely next token by far
+        m.get_output_embeddings().weight[image_id] *= 50
+    trajs = _rollout(m, tok, make_tasks("chart", n=2), n=4)
+    assert all(image_id not in t.turns[0].token_ids for t in trajs) and all(t.turns[0].token_ids for t in trajs)
