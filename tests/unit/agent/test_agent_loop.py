@@ -2,7 +2,7 @@
 
 import re
 
-from conftest import ScriptedEngine, calc_task, run
+from tests.unit.agent.conftest import ScriptedEngine, calc_task, run
 
 from posttrain.rollout.agent import AgentOptions, rollout_agent
 from posttrain.rollout.toolcall import format_tool_call

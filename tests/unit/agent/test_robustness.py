@@ -6,7 +6,7 @@ import os
 import time
 
 import pytest
-from conftest import ScriptedEngine, calc_task, run, shell_task
+from tests.unit.agent.conftest import ScriptedEngine, calc_task, run, shell_task
 
 from posttrain.rollout.agent import AgentOptions, rollout_agent
 from posttrain.rollout.toolcall import format_tool_call

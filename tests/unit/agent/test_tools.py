@@ -3,7 +3,7 @@
 import asyncio
 import time
 
-from conftest import calc_task, run, shell_task
+from tests.unit.agent.conftest import calc_task, run, shell_task
 
 from posttrain.registry import registry
 from posttrain.rollout.tools import execute, get_tool, tools_for_task

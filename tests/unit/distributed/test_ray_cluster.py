@@ -41,7 +41,7 @@ def cluster():
 
 def _cfg(c, tmp, **over):
     base = [f"cluster.address={c.address}", "cluster.start_jitter_s=0.2", "cluster.rollout_workers=2",
-            "tasks.domains={code: {n_train: 64, n_eval: 8}}", "sft.steps=40", "sft.batch_size=16",
+            "tasks.domains={code: {n_train: 64, n_eval: 8}}", "sft.steps=25", "sft.batch_size=16",
             "rl.steps=2", "rl.prompts_per_step=4", "rl.group_size=4", "rl.max_new_tokens=12",
             "rl.checkpoint_every=0", "engine.args={max_batch: 64}", "threads=1", f"out_dir={tmp}"]
     return load_config(None, base + [f"{k}={v}" for k, v in over.items()])

@@ -1,7 +1,7 @@
 import asyncio
 import random
 
-from sched_helpers import make_tasks, rollout_groups, traj
+from tests.unit.schedule.sched_helpers import make_tasks, rollout_groups, traj
 
 from posttrain.schedule import Scheduler, fill_batch, has_signal
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from sched_helpers import make_tasks
+from tests.unit.schedule.sched_helpers import make_tasks
 
 from posttrain.registry import registry
 from posttrain.schedule import Scheduler
@@ -82,6 +82,6 @@ def test_adaptive_scheduler_draws_mid_range_tasks_more_often():
 
 
 def _t(task, r):
-    from sched_helpers import traj
+    from tests.unit.schedule.sched_helpers import traj
 
     return traj(task, r)

@@ -3,7 +3,7 @@ import random
 from collections import Counter
 
 import pytest
-from sched_helpers import make_tasks, rollout_groups
+from tests.unit.schedule.sched_helpers import make_tasks, rollout_groups
 
 from posttrain.errors import ConfigError
 from posttrain.schedule import Scheduler
@@ -73,7 +73,7 @@ def test_no_duplicate_task_until_observed():
 
 
 def test_infra_errors_and_timeouts_are_not_evidence():
-    from sched_helpers import traj
+    from tests.unit.schedule.sched_helpers import traj
 
     tasks = make_tasks(10)
     sched = Scheduler(tasks, seed=0)
@@ -122,7 +122,7 @@ def test_asking_for_more_than_there_are_tasks_still_fills_the_batch():
 
 
 def test_a_flat_trajectory_list_is_grouped_by_task():
-    from sched_helpers import traj
+    from tests.unit.schedule.sched_helpers import traj
 
     tasks = make_tasks(10)
     sched = Scheduler(tasks, seed=0)
