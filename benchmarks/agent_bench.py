@@ -69,6 +69,7 @@ def headline(args: argparse.Namespace) -> None:
                                        seed=args.seed)
     t_sft = time.perf_counter() - t0
     run_dir = Path(args.out)
+    run_dir.mkdir(parents=True, exist_ok=True)
     st = build_state(cfg, run_dir, model, tok, train, held, sandbox=None)
     before = asyncio.run(agent_eval(st.engine, tok, held))
     t_rl0 = time.perf_counter()
