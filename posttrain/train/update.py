@@ -58,7 +58,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
             with torch.no_grad():
                 ent = (entropy_from_logits(logits) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 mismatch = ((logp - tb.old_logp).abs() * tb.loss_mask).max()
-            for k, v in {"loss": float(loss), "grad_norm": float(gnorm), "entropy": float(ent),
+            for k, v in {"loss": float(loss.detach()), "grad_norm": float(gnorm), "entropy": float(ent),
                          "logprob_mismatch": float(mismatch), **st}.items():
                 totals[k] = totals.get(k, 0.0) + v / (n_mb * cfg.update_epochs)
     model.eval()
