@@ -104,7 +104,7 @@ def start_workers(ccfg: Any, model: Any, tok: Any, engine_name: str, engine_args
     out = []
     for i, h in enumerate(hs):
         try:
-            info = ray.get(h.info.remote(), timeout=ccfg.call_timeout_s * 3)  # first call waits for torch import
+            info = ray.get(h.info.remote(), timeout=ccfg.generate_timeout_s)  # first call waits for torch import
             out.append((f"{labels.get(info['node_id'], info['node_id'][:8])}/w{i}", h))
         except Exception as e:  # noqa: BLE001
             log.warning("rollout worker did not start: %s", str(e).splitlines()[0][:200])
