@@ -143,7 +143,10 @@ def task_images(task: Task) -> list[Attachment]:
 
 
 def export_attachments(tasks: list[Task], folder: Path) -> int:
-    """Write each relative attachment's bytes under `folder` (beside a task file); returns files written."""
+    """Write each relative attachment's bytes we hold under `folder` (beside a task file); returns files written.
+
+    An attachment whose bytes this process cannot find is left as a reference (the user may
+    manage that file); using the task later gives a per-task "not found" error."""
     n = 0
     for t in tasks:
         for m in t.prompt:
@@ -155,8 +158,8 @@ def export_attachments(tasks: list[Task], folder: Path) -> int:
                     continue
                 try:
                     data = image_bytes(a)
-                except ImageError as e:
-                    raise ImageError(f"task {t.id}: cannot export: {e}") from None
+                except ImageError:  # bytes managed by the user beside the file, or absent: loading reports it per task
+                    continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
                 n += 1
