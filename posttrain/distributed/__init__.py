@@ -1,8 +1,8 @@
 """Scale-out on Ray: sandbox pools per node and rollout workers, behind the same protocols.
 
-    from posttrain.distributed import remote_sandbox, remote_engine
+    from posttrain.distributed import remote_sandbox, build_remote_engine
     sandbox = remote_sandbox(cfg)                 # Sandbox protocol: RaySandbox (dispatcher.py)
-    engine = remote_engine(cfg, model, tok)       # Engine protocol: RemoteEngine (remote_engine.py)
+    engine = build_remote_engine(cfg, model, tok)  # Engine protocol: RemoteEngine (remote_engine.py)
 
 This package is the only place in posttrain that imports Ray, and this file imports
 nothing of it: Ray is imported (and the driver connected) only when one of these
@@ -34,7 +34,7 @@ def remote_sandbox(cfg: Any) -> Any:
     return RaySandbox.create(cfg.cluster)
 
 
-def remote_engine(cfg: Any, model: Any, tok: Any) -> Any:
+def build_remote_engine(cfg: Any, model: Any, tok: Any) -> Any:
     """A `RemoteEngine` over cfg.cluster.rollout_workers actors holding cfg.engine.name engines."""
     from posttrain.distributed.placement import connect, start_workers
     from posttrain.distributed.remote_engine import RemoteEngine

@@ -74,9 +74,9 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
 
         model, tok = load_policy(ckpt)
     if cfg.cluster.address:  # rollout workers on a Ray cluster, behind the same Engine protocol
-        from posttrain.distributed import remote_engine
+        from posttrain.distributed import build_remote_engine
 
-        engine = remote_engine(cfg, model, tok)
+        engine = build_remote_engine(cfg, model, tok)
     else:
         engine = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99))
