@@ -20,6 +20,7 @@ load_weights, so its acceptance rate falls as the policy drifts during RL.
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import torch
@@ -35,7 +36,7 @@ from posttrain.rollout.sampling import (STREAM_ACCEPT, STREAM_DRAFT, STREAM_RESI
 speculator = registry("speculator").register
 
 
-class _Base:
+class _Base(abc.ABC):
     def __init__(self, eng: Any, num_draft: int) -> None:
         self.eng, self.lookahead = eng, num_draft
         self.proposed = self.accepted = self.steps = self.emitted = self.rows = 0
@@ -60,8 +61,9 @@ class _Base:
             return self.eng._decode()
         return self.verify(seqs, drafts, q)
 
+    @abc.abstractmethod
     def propose(self, seqs: list[Seq]) -> tuple[torch.Tensor, torch.Tensor | None]:
-        raise NotImplementedError
+        """drafts [n, k] (-1 = no proposal) and the draft distribution q [n, k, V] (None = one-hot)."""
 
     def verify(self, seqs: list[Seq], drafts: torch.Tensor, q: torch.Tensor | None
                ) -> list[tuple[Seq, list[int], list[float]]]:
