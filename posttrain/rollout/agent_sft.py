@@ -16,7 +16,6 @@ context is dropped rather than cut.
 
 from __future__ import annotations
 
-import random
 from typing import Any, Callable, Sequence
 
 from posttrain.rollout.agent_render import ChatCodec, truncate
@@ -77,29 +76,8 @@ def sft_on_demonstrations(model: Any, tok: Any, demos: Sequence[Demo], steps: in
                           batch_size: int = 32, warmup: int = 10, seed: int = 0,
                           on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """Train in place on the assistant turns of `demos`; returns the loss per step."""
-    import torch
-
-    from posttrain.train.batching import pack_sequences, token_logprobs
-    from posttrain.train.sft import lr_lambda
+    from posttrain.train.sft import train_sequences
 
     if not demos:
         raise ValueError("no demonstrations to train on (no task has an oracle plan that fits)")
-    rng = random.Random(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(warmup, steps))
-    model.train()
-    losses = []
-    for step in range(steps):
-        tb = pack_sequences([demos[rng.randrange(len(demos))] for _ in range(batch_size)], tok.pad_token_id)
-        logp, _ = token_logprobs(model, tb.input_ids, tb.attention_mask)  # [B, L-1]
-        loss = -(logp * tb.loss_mask).sum() / tb.loss_mask.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if on_step is not None:
-            on_step(step, losses[-1])
-    model.eval()
-    return losses
+    return train_sequences(model, tok.pad_token_id, demos, steps, lr, batch_size, warmup, seed, 0.0, on_step)

@@ -39,15 +39,26 @@ def lr_lambda(warmup: int, total: int) -> Callable[[int], float]:
 def sft_train(model: Any, tokenizer: Any, examples: Sequence[Example], cfg: SFTConfig, seed: int = 0,
               on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """Train in place; returns the loss per step. Loss = mean NLL over answer tokens."""
-    data = encode_examples(tokenizer, examples)
+    seqs = [(p, [(c, (), True)]) for p, c in encode_examples(tokenizer, examples)]
+    return train_sequences(model, tokenizer.pad_token_id, seqs, cfg.steps, cfg.lr, cfg.batch_size,
+                           cfg.warmup_steps, seed, cfg.weight_decay, on_step)
+
+
+def train_sequences(model: Any, pad_id: int, seqs: Sequence[Any], steps: int, lr: float, batch_size: int,
+                    warmup: int, seed: int = 0, weight_decay: float = 0.0,
+                    on_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """The supervised loop shared by single-turn and multi-turn demonstrations.
+
+    `seqs[i]` is a `pack_sequences` row: (prompt_ids, [(segment_ids, logprobs, trainable), ...]);
+    the loss is the mean NLL over trainable segments. Batches are drawn with a seeded RNG.
+    """
     rng = random.Random(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.warmup_steps, cfg.steps))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(warmup, steps))
     model.train()
     losses = []
-    for step in range(cfg.steps):
-        batch = [data[rng.randrange(len(data))] for _ in range(cfg.batch_size)]
-        tb = pack_sequences([(p, [(c, (), True)]) for p, c in batch], tokenizer.pad_token_id)
+    for step in range(steps):
+        tb = pack_sequences([seqs[rng.randrange(len(seqs))] for _ in range(batch_size)], pad_id)
         logp, _ = token_logprobs(model, tb.input_ids, tb.attention_mask)  # [B, L-1]
         loss = -(logp * tb.loss_mask).sum() / tb.loss_mask.sum()
         opt.zero_grad(set_to_none=True)
