@@ -20,12 +20,14 @@ from posttrain.rollout.engine import Completion, GenRequest, SamplingParams
 
 def state_checksum(state: Mapping[str, Any]) -> str:
     """sha256 over every tensor's name, shape and bytes, in name order."""
+    import torch
+
     h = hashlib.sha256()
     for name in sorted(state):
         t = state[name].detach().contiguous().cpu()
         h.update(name.encode())
         h.update(str(tuple(t.shape)).encode())
-        h.update(t.view(-1).view(dtype=__import__("torch").uint8).numpy().tobytes())
+        h.update(t.view(-1).view(dtype=torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 
@@ -48,8 +50,7 @@ class HFEngine:
         import torch
 
         with torch.no_grad():
-            missing = self.model.load_state_dict(dict(state), strict=True)
-        del missing
+            self.model.load_state_dict(dict(state), strict=True)
         if state_checksum(self.model.state_dict()) != state_checksum(state):
             raise RuntimeError(f"weight sync v{version}: loaded weights do not match the sent checksum")
         self.weights_version = version

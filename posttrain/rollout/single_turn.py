@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Sequence
 
@@ -19,11 +20,10 @@ async def rollout_single_turn(engine: Engine, tokenizer: Any, tasks: Sequence[Ta
     prompts = [vp.ids for vp in vps]
     reqs = []
     for g, (t, ids) in enumerate(zip(tasks, prompts)):
-        p = params if params.max_new_tokens <= t.limits.max_new_tokens else \
-            SamplingParams(**{**params.__dict__, "max_new_tokens": t.limits.max_new_tokens})
+        p = dataclasses.replace(params, max_new_tokens=min(params.max_new_tokens, t.limits.max_new_tokens))
         if params.seed is not None:  # one stream per request: a shared seed would give every prompt's
             # k-th sample the same random draws, correlating the whole batch (8 samples, not 8 x G)
-            p = SamplingParams(**{**p.__dict__, "seed": (params.seed * 1_000_003 + g) % (2**31 - 1)})
+            p = dataclasses.replace(p, seed=(params.seed * 1_000_003 + g) % (2**31 - 1))
         if not vps[g].error:  # a task whose prompt failed (bad image, text-only model) gets error completions below
             reqs.append(GenRequest(ids, p, id=f"{step}:{g}:{t.id}", images=vps[g].images))
     t0 = time.perf_counter()

@@ -214,21 +214,25 @@ class LongTailRunner:
 
         Outcomes come oldest-finished first; the rest stay ready for the next call.
         """
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while len(self._ready) < n and self.in_flight() > 0:
-            self._changed.clear()
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                break
-            try:
-                await asyncio.wait_for(self._changed.wait(), left)
-            except asyncio.TimeoutError:
-                break
+        await self._wait_while(lambda: len(self._ready) < n and self.in_flight() > 0, timeout)
         out, self._ready = self._ready[:n], self._ready[n:]
         out = [self._deliver(o, version) for o in out]
         self._window.extend(out)
         return out
+
+    async def _wait_while(self, busy: Callable[[], bool], timeout: float | None) -> None:
+        """Wake on every state change until `busy()` is false or `timeout` seconds pass."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while busy():
+            self._changed.clear()
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except asyncio.TimeoutError:
+                return
 
     async def collect_step(self, version: int = 0, timeout: float | None = None) -> list[Outcome]:
         """The step boundary: wait until the short lane is empty, return everything ready.
@@ -236,17 +240,7 @@ class LongTailRunner:
         Long jobs still running carry over to a later call; the caller tops the batch up
         with replacement draws (`Scheduler.draw_count`) if it needs a fixed size.
         """
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while self.backlog("short") > 0:
-            self._changed.clear()
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                break
-            try:
-                await asyncio.wait_for(self._changed.wait(), left)
-            except asyncio.TimeoutError:
-                break
+        await self._wait_while(lambda: self.backlog("short") > 0, timeout)
         return await self.collect(len(self._ready), version)
 
     def _deliver(self, o: Outcome, version: int) -> Outcome:
