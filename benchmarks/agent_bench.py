@@ -46,6 +46,26 @@ async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, A
             "example": [x.text for x in trajs[0].turns]}
 
 
+def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], args: argparse.Namespace,
+              cfg: Any) -> list[float]:
+    """SFT until greedy completion on `val` reaches --sft-stop-at (checked every --sft-check-every steps)."""
+    from posttrain.rollout import make_engine
+    from posttrain.train.sft import SupervisedLoop
+
+    loop = SupervisedLoop(model, tok.pad_token_id, demos, args.sft_steps, args.sft_lr, 32, 10, args.seed)
+    for step in range(args.sft_steps):
+        loop.step()
+        if (step + 1) % args.sft_check_every == 0:
+            model.eval()
+            res = asyncio.run(agent_eval(make_engine(cfg.engine.name, copy.deepcopy(model), tok), tok, val))
+            rate = sum(res["passed"].values()) / max(1, len(res["passed"]))
+            print(f"SFT step {step + 1}: validation completion {rate:.3f}", flush=True)
+            if rate >= args.sft_stop_at:
+                break
+    model.eval()
+    return loop.losses
+
+
 def headline(args: argparse.Namespace) -> None:
     import torch
 
@@ -65,8 +85,11 @@ def headline(args: argparse.Namespace) -> None:
     train = product_tasks(args.n_train, args.seed)
     held = product_tasks(args.n_eval, 10_000 + args.seed, exclude={t.prompt[-1].content for t in train})
     demos = asyncio.run(plan_demonstrations(tok, train))
-    sft_losses = sft_on_demonstrations(model, tok, demos, steps=args.sft_steps, lr=args.sft_lr, batch_size=32,
-                                       seed=args.seed)
+    if args.sft_stop_at is None:
+        sft_losses = sft_on_demonstrations(model, tok, demos, steps=args.sft_steps, lr=args.sft_lr, batch_size=32,
+                                           seed=args.seed)
+    else:  # stop the warm-up on a measured level, leaving RL headroom (validation = RL pool, never held-out)
+        sft_losses = sft_until(model, tok, demos, train[:args.val_tasks], args, cfg)
     t_sft = time.perf_counter() - t0
     run_dir = Path(args.out)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -88,7 +111,7 @@ def headline(args: argparse.Namespace) -> None:
     pb = sum(before["passed"][k] for k in common) / len(common)
     pa = sum(after["passed"][k] for k in common) / len(common)
     total = time.perf_counter() - t0
-    print(f"\nheld-out tasks: {len(common)}; SFT {args.sft_steps} steps (final loss {sft_losses[-1]:.3f}); "
+    print(f"\nheld-out tasks: {len(common)}; SFT {len(sft_losses)} steps (final loss {sft_losses[-1]:.3f}); "
           f"RL {st.step} steps ({args.prompts}x{args.group} episodes each)")
     print("| metric | before RL | after RL | after/before |")
     print("| --- | --- | --- | --- |")
@@ -184,6 +207,9 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sft-steps", type=int, default=300)
     p.add_argument("--sft-lr", type=float, default=3e-3)
+    p.add_argument("--sft-stop-at", type=float, default=None, help="stop SFT at this validation completion")
+    p.add_argument("--sft-check-every", type=int, default=25)
+    p.add_argument("--val-tasks", type=int, default=50, help="validation tasks, from the training pool")
     p.add_argument("--rl-minutes", type=float, default=8.0)
     p.add_argument("--max-rl-steps", type=int, default=1000)
     p.add_argument("--prompts", type=int, default=16)

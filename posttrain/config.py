@@ -8,6 +8,7 @@ file, never a silently ignored setting. Values computed at run time do not live 
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,11 @@ class SFTConfig(Section):
     lr: float = 3e-3
     batch_size: int = 64
     warmup_steps: int = 10
+    # Quickstart warm-up only: stop once greedy pass@1 on a validation sample of the RL task
+    # pool (never the held-out split), mean over domains, reaches this; None = run all steps.
+    stop_at_pass: float | None = Field(default=None, gt=0.0, le=1.0)
+    check_every: int = Field(default=50, ge=1)  # SFT steps between validation checks
+    val_per_domain: int = Field(default=100, ge=1)  # validation tasks per domain
     weight_decay: float = 0.0
     max_len: int = 128
     eval_every: int = 0
@@ -216,10 +222,16 @@ class RunConfig(Section):
     threads: int = Field(default=0, description="torch threads; 0 -> all cores")
 
 
-def _set_dotted(tree: dict[str, Any], dotted: str, raw: str) -> None:
+def _set_dotted(tree: dict[str, Any], dotted: str, raw: str, defaults: dict[str, Any] | None = None) -> None:
+    """Set one override. A section the tree lacks starts from its default value, so that
+    `tasks.domains.code.args.form=shift` edits the default `code` domain and keeps the
+    other default domains, instead of replacing the whole `tasks.domains` mapping."""
     keys = dotted.split(".")
-    node = tree
+    node, dflt = tree, defaults
     for k in keys[:-1]:
+        dflt = dflt.get(k) if isinstance(dflt, dict) else None
+        if k not in node and isinstance(dflt, dict):
+            node[k] = copy.deepcopy(dflt)
         nxt = node.setdefault(k, {})
         if not isinstance(nxt, dict):
             raise ConfigError(f"override {dotted!r}: {k!r} is not a section")
@@ -251,11 +263,12 @@ def load_config(path: str | Path | None = None, overrides: list[str] = (), base:
         if not isinstance(loaded, dict):
             raise ConfigError(f"{p}: top level must be a mapping of config sections")
         tree.update(loaded)
+    defaults = RunConfig().model_dump(mode="json") if overrides else None
     for ov in overrides:
         if "=" not in ov:
             raise ConfigError(f"override {ov!r} must look like key.sub=value")
         k, v = ov.split("=", 1)
-        _set_dotted(tree, k.strip(), v)
+        _set_dotted(tree, k.strip(), v, defaults)
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as e:

@@ -30,6 +30,9 @@ class PhaseProgress:
             self.progress.update(self.tasks[phase], completed=info["step"], info=self._describe(phase, info))
         elif phase == "eval":
             self.progress.console.print(f"evaluating held-out tasks ({info['name']}): {info['n']} tasks")
+        elif phase == "sft_check":
+            shown = ", ".join(f"{d} {v:.3f}" for d, v in info["domains"].items())
+            self.progress.console.print(f"SFT step {info['step']}: validation pass@1 {info['pass@1']:.3f} ({shown})")
         elif phase == "before":
             shown = ", ".join(f"{d} {v:.3f}" for d, v in info["pass@1"].items())
             self.progress.console.print(f"held-out pass@1 after SFT, before RL: {shown}")

@@ -24,6 +24,10 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     t.add_row("[bold]mean", f"{b:.3f}", f"{a:.3f}", f"{a - b:+.3f}", f"{summary['p_value']:.2g}")
     c = Console()
     c.print(t)
+    sft = summary.get("sft", {})
+    if "validation_pass@1" in sft:
+        c.print(f"SFT warm-up: {sft['steps']} steps, stopped at validation pass@1 {sft['validation_pass@1']:.3f} "
+                f"(target {sft['stop_at_pass']}; validation tasks come from the RL pool, never the held-out split)")
     f = summary["flips"]
     c.print(f"{summary['n_tasks']} held-out tasks; flips fail->pass {f['fail_to_pass']}, pass->fail {f['pass_to_fail']}; "
             f"wall {summary['wall_s']:.0f}s; run directory {run_dir}")
@@ -69,7 +73,11 @@ def register(app: typer.Typer) -> None:
                 summary = run_vision_quickstart(cfg, run_dir, report=progress)
             typer.echo("\n".join(format_summary(summary, run_dir)))
             return
-        _run(None, overrides or [], out, resume, base={"name": "quickstart"})
+        import copy
+
+        from posttrain.train.quickstart import QUICKSTART_DEFAULTS
+
+        _run(None, overrides or [], out, resume, base=copy.deepcopy(QUICKSTART_DEFAULTS))
 
     @app.command()
     def rl(

@@ -52,25 +52,40 @@ def train_sequences(model: Any, pad_id: int, seqs: Sequence[Any], steps: int, lr
     `seqs[i]` is a `pack_sequences` row: (prompt_ids, [(segment_ids, logprobs, trainable), ...]);
     the loss is the mean NLL over trainable segments. Batches are drawn with a seeded RNG.
     """
-    rng = random.Random(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(warmup, steps))
-    model.train()
-    losses = []
+    loop = SupervisedLoop(model, pad_id, seqs, steps, lr, batch_size, warmup, seed, weight_decay)
     for step in range(steps):
-        tb = pack_sequences([seqs[rng.randrange(len(seqs))] for _ in range(batch_size)], pad_id)
-        logp, _ = token_logprobs(model, tb.input_ids, tb.attention_mask)  # [B, L-1]
-        loss = -(logp * tb.loss_mask).sum() / tb.loss_mask.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
+        loss = loop.step()
         if on_step is not None:
-            on_step(step, losses[-1])
+            on_step(step, loss)
     model.eval()
-    return losses
+    return loop.losses
+
+
+class SupervisedLoop:
+    """One optimizer step per `step()`, so a caller can stop early (the quickstart checks
+    validation pass@1 between steps). LR: linear warm-up, then cosine to 10% over `steps`."""
+
+    def __init__(self, model: Any, pad_id: int, seqs: Sequence[Any], steps: int, lr: float, batch_size: int,
+                 warmup: int, seed: int = 0, weight_decay: float = 0.0) -> None:
+        self.model, self.pad_id, self.seqs, self.batch_size = model, pad_id, seqs, batch_size
+        self.rng = random.Random(seed)
+        self.opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(warmup, steps))
+        self.losses: list[float] = []
+
+    def step(self) -> float:
+        self.model.train()
+        tb = pack_sequences([self.seqs[self.rng.randrange(len(self.seqs))] for _ in range(self.batch_size)],
+                            self.pad_id)
+        logp, _ = token_logprobs(self.model, tb.input_ids, tb.attention_mask)  # [B, L-1]
+        loss = -(logp * tb.loss_mask).sum() / tb.loss_mask.sum()
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.sched.step()
+        self.losses.append(loss.item())
+        return self.losses[-1]
 
 
 # ---- the `posttrain sft CONFIG` recipe: JSONL chat data, packing, eval loss, run directory ----

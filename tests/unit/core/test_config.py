@@ -35,3 +35,16 @@ def test_missing_model_directory_is_named(tmp_path):
 
     with pytest.raises(ModelError, match="model directory not found: .*absent"):
         load_policy(tmp_path / "absent")
+
+
+def test_override_inside_a_default_mapping_keeps_its_other_entries():
+    cfg = load_config(None, ["tasks.domains.code.args.form=shift"])
+    assert set(cfg.tasks.domains) == {"arithmetic", "code"}
+    assert cfg.tasks.domains["code"].args == {"form": "shift"}
+    assert cfg.tasks.domains["code"].difficulty == load_config().tasks.domains["code"].difficulty
+
+
+def test_yaml_mapping_replaces_the_default_mapping(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("tasks:\n  domains:\n    code: {n_train: 5}\n")
+    assert set(load_config(p, ["tasks.domains.code.n_eval=3"]).tasks.domains) == {"code"}

@@ -63,3 +63,14 @@ def test_wrong_answers_differ_from_oracles():
         dom = build(name, kind="domain")
         for t in dom.generate(5, 1, 1.0):
             assert dom.wrong_answer(t, random.Random(0)) != t.oracle
+
+
+def test_code_shift_form_oracle_is_g_of_x_equals_f_of_x_plus_1():
+    for t in build("code", kind="domain", form="shift").generate(20, seed=3, difficulty=0.6):
+        m, c = (int(v) for v in t.prompt[-1].content.split()[0].removeprefix("f(x)=x*").split("+"))
+        assert all(eval(t.oracle, {"x": x}) == m * (x + 1) + c == y for x, y in t.verifier.args["tests"])
+
+
+def test_code_domain_names_an_unknown_form():
+    with pytest.raises(ValueError, match="unknown form 'quadratic'"):
+        build("code", kind="domain", form="quadratic")

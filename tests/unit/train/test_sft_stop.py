@@ -1,0 +1,45 @@
+"""The quickstart's SFT stop rule: validation pass@1 on the RL pool, never the held-out split."""
+
+import asyncio
+import json
+
+from posttrain.config import load_config
+from posttrain.eval.heldout import HeldoutResult
+from posttrain.train.quickstart import make_splits, sft_phase
+
+SMALL = ["tasks.domains.arithmetic.n_train=40", "tasks.domains.code.n_train=40", "tasks.domains.arithmetic.n_eval=8",
+         "tasks.domains.code.n_eval=8", "sft.steps=10", "sft.batch_size=4", "sft.check_every=2",
+         "sft.stop_at_pass=0.5", "sft.val_per_domain=5", "threads=1"]
+
+
+def scripted_validation(monkeypatch, levels):
+    seen = []
+
+    async def fake(engine, tok, tasks, runner, *args, **kwargs):
+        seen.append([t.id for t in tasks])
+        level = levels[len(seen) - 1]
+        n_pass = round(level * len(tasks))
+        return HeldoutResult({t.id: i < n_pass for i, t in enumerate(tasks)}, {t.id: "arithmetic" for t in tasks})
+
+    monkeypatch.setattr("posttrain.rollout.agent_rl.evaluate_heldout_mixed", fake)
+    return seen
+
+
+def test_sft_stops_at_the_first_check_that_reaches_the_target(tmp_path, monkeypatch):
+    seen = scripted_validation(monkeypatch, [0.1, 0.3, 0.6, 0.9, 0.9])
+    cfg = load_config(None, SMALL)
+    asyncio.run(sft_phase(cfg, tmp_path, make_splits(cfg), lambda p, i: None, runner=None))
+    checks = json.loads((tmp_path / "sft_checks.json").read_text())["checks"]
+    assert [c["step"] for c in checks] == [2, 4, 6]
+    assert len(json.loads((tmp_path / "sft_losses.json").read_text())) == 6
+    assert (tmp_path / "sft-model" / "config.json").is_file()
+
+
+def test_sft_validation_never_looks_at_held_out_tasks(tmp_path, monkeypatch):
+    seen = scripted_validation(monkeypatch, [0.0] * 5)
+    cfg = load_config(None, SMALL)
+    splits = make_splits(cfg)
+    asyncio.run(sft_phase(cfg, tmp_path, splits, lambda p, i: None, runner=None))
+    assert len(seen) == 5  # never reached: every check ran, through the last step
+    held = {t.id for t in splits.held_out} | {t.id for t in splits.sft}
+    assert seen[0] and not set(seen[0]) & held
