@@ -65,6 +65,44 @@ class Cgroup:
         self.dirs = dirs  # controller -> directory ('' for v2)
         self.version = version
         self._oom0 = 0
+        # A warm slot reads and writes the same few files around every execution: keep them
+        # open (pread/pwrite at offset 0) and skip limit writes that would not change anything.
+        self._fds: dict[Path, int] = {}
+        self._written: dict[Path, str] = {}
+
+    def _fd(self, path: Path, flags: int) -> int:
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = self._fds[path] = os.open(path, flags | os.O_CLOEXEC)
+        return fd
+
+    def _read(self, path: Path, default: str = "") -> str:
+        try:
+            return os.pread(self._fd(path, os.O_RDONLY), 1 << 16, 0).decode()
+        except OSError:
+            self._close(path)
+            return default
+
+    def _write(self, path: Path, value: str, always: bool = False) -> bool:
+        if not always and self._written.get(path) == value:
+            return True
+        try:
+            os.pwrite(self._fd(path, os.O_WRONLY), value.encode(), 0)
+        except OSError:
+            self._close(path)
+            self._written.pop(path, None)
+            return False
+        self._written[path] = value
+        return True
+
+    def _close(self, path: Path) -> None:
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close_files(self) -> None:
+        for path in list(self._fds):
+            self._close(path)
 
     @classmethod
     def create(cls, memory_bytes: int, pids: int) -> "Cgroup | None":
@@ -97,16 +135,19 @@ class Cgroup:
     def set_limits(self, memory_bytes: int, pids: int) -> None:
         if self.version == "v2":
             d = self.dirs[""]
-            _write(d / "memory.max", str(memory_bytes))
-            _write(d / "memory.swap.max", "0")
-            _write(d / "pids.max", str(pids))
+            self._write(d / "memory.max", str(memory_bytes))
+            self._write(d / "memory.swap.max", "0")
+            self._write(d / "pids.max", str(pids))
         else:
             m = self.dirs["memory"]
-            _write(m / "memory.limit_in_bytes", str(memory_bytes))
-            _write(m / "memory.memsw.limit_in_bytes", str(memory_bytes))
-            _write(m / "memory.max_usage_in_bytes", "0")
+            # v1 keeps memory <= memsw at every moment: raise memsw first, lower it last
+            old = int(self._written.get(m / "memory.limit_in_bytes", "0"))
+            order = ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes")
+            for name in order if memory_bytes > old else order[::-1]:
+                self._write(m / name, str(memory_bytes))
+            self._write(m / "memory.max_usage_in_bytes", "0", always=True)  # reset the peak
             if "pids" in self.dirs:
-                _write(self.dirs["pids"] / "pids.max", str(pids))
+                self._write(self.dirs["pids"] / "pids.max", str(pids))
         self._oom0 = self.oom_kills()
 
     def add(self, pid: int) -> None:
@@ -114,6 +155,8 @@ class Cgroup:
             _write(d / "cgroup.procs", str(pid))
 
     def procs(self) -> list[int]:
+        # Opened afresh on every call: cgroup v1 caches the pid list per open file, so a
+        # kept-open cgroup.procs keeps listing processes that are already gone.
         seen: set[int] = set()
         for d in self.dirs.values():
             seen.update(int(x) for x in _read(d / "cgroup.procs").split())
@@ -123,7 +166,7 @@ class Cgroup:
         d = self.dirs.get("" if self.version == "v2" else "memory")
         if d is None:
             return 0
-        text = _read(d / ("memory.events" if self.version == "v2" else "memory.oom_control"))
+        text = self._read(d / ("memory.events" if self.version == "v2" else "memory.oom_control"))
         for line in text.splitlines():
             k, _, v = line.partition(" ")
             if k == "oom_kill":
@@ -135,13 +178,13 @@ class Cgroup:
 
     def usage(self) -> int:
         if self.version == "v2":
-            return int(_read(self.dirs[""] / "memory.current", "0") or 0)
-        return int(_read(self.dirs["memory"] / "memory.usage_in_bytes", "0") or 0)
+            return int(self._read(self.dirs[""] / "memory.current", "0") or 0)
+        return int(self._read(self.dirs["memory"] / "memory.usage_in_bytes", "0") or 0)
 
     def peak_memory(self) -> int:
         if self.version == "v2":
-            return int(_read(self.dirs[""] / "memory.peak", "0") or 0)
-        return int(_read(self.dirs["memory"] / "memory.max_usage_in_bytes", "0") or 0)
+            return int(self._read(self.dirs[""] / "memory.peak", "0") or 0)
+        return int(self._read(self.dirs["memory"] / "memory.max_usage_in_bytes", "0") or 0)
 
     def cpu_seconds(self) -> float | None:
         if self.version == "v2":
@@ -174,6 +217,7 @@ class Cgroup:
     def remove(self) -> bool:
         """Kill what is left and delete the directories. True when nothing is left behind."""
         ok = self.kill_all()
+        self.close_files()
         for d in self.dirs.values():
             for _ in range(200):
                 try:

@@ -21,6 +21,7 @@ import ctypes
 import hashlib
 import json
 import os
+import resource  # preloaded: imported after each fork it cost an extension-module load per execution
 import select
 import signal
 import socket
@@ -84,21 +85,19 @@ def send_msg(sock, obj, payload=b""):
 
 # ---- C3: the program ---------------------------------------------------------------
 def drop_privileges(req):
-    import resource
-
     for name, val in req["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (val, val))
-    try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")  # the program, not the zygote, is the OOM victim
-    except OSError:
-        pass
     libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
     hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)
     data = (ctypes.c_uint32 * 6)()
     _check(libc.capset(hdr, data), "capset")
     _check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
     libc.prctl(4, 1, 0, 0, 0)  # dumpable again, so /proc/self is ours (caps are gone now)
+    try:  # only once dumpable: before that /proc/self/* belongs to root and the write is refused
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")  # the program, not the zygote, is the OOM victim
+    except OSError:
+        pass
     prog = _Fprog(len(SECCOMP) // 8, SECCOMP)
     _check(libc.prctl(22, 2, ctypes.byref(prog), 0, 0), "seccomp")
 
@@ -271,8 +270,6 @@ def child2(req, payload, stdio, rpipe):
             os.waitpid(-1, 0)
         except ChildProcessError:
             break
-    import resource
-
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = {"status": status, "cpu_s": ru.ru_utime + ru.ru_stime, "maxrss": ru.ru_maxrss * 1024, "before": before, "after": manifest(), "files": {}}
     for rel in req["read_files"]:

@@ -91,3 +91,13 @@ c = socket.create_connection(("127.0.0.1", port)); a, _ = srv.accept(); c.sendal
 """
     r = py(src)
     assert (r.status, r.stdout) == ("ok", "ping\n")
+
+
+def test_program_is_never_oom_protected(py, mode):
+    """The warm zygote runs at oom_score_adj -1000; the program must not inherit that."""
+    r = py("print(open('/proc/self/oom_score_adj').read())")
+    assert r.status == "ok"
+    score = int(r.stdout)
+    assert score >= 0
+    if mode == "pooled":
+        assert score == 1000  # raised on purpose: the kernel kills the program, never the zygote
