@@ -64,7 +64,7 @@ class Cgroup:
     def __init__(self, dirs: dict[str, Path], version: str) -> None:
         self.dirs = dirs  # controller -> directory ('' for v2)
         self.version = version
-        self._oom0 = 0
+        self._oom0: int | None = None  # oom_kill count when the current budget was set
         # A warm slot reads and writes the same few files around every execution: keep them
         # open (pread/pwrite at offset 0) and skip limit writes that would not change anything.
         self._fds: dict[Path, int] = {}
@@ -148,7 +148,8 @@ class Cgroup:
             self._write(m / "memory.max_usage_in_bytes", "0", always=True)  # reset the peak
             if "pids" in self.dirs:
                 self._write(self.dirs["pids"] / "pids.max", str(pids))
-        self._oom0 = self.oom_kills()
+        if self._oom0 is None:  # later baselines come from oom_since_reset's own read
+            self._oom0 = self.oom_kills()
 
     def add(self, pid: int) -> None:
         for d in self.dirs.values():
@@ -174,7 +175,16 @@ class Cgroup:
         return 0
 
     def oom_since_reset(self) -> bool:
-        return self.oom_kills() > self._oom0
+        """OOM kills since the last call (or since the first set_limits); re-arms itself."""
+        now = self.oom_kills()
+        hit = now > (self._oom0 if self._oom0 is not None else now)
+        self._oom0 = now
+        return hit
+
+    def count_procs(self) -> int:
+        """Processes in the cgroup, from one controller (every pid is added to all of them)."""
+        d = self.dirs.get("" if self.version == "v2" else "memory") or next(iter(self.dirs.values()))
+        return len(_read(d / "cgroup.procs").split())
 
     def usage(self) -> int:
         if self.version == "v2":

@@ -220,7 +220,7 @@ class Zygote:
         before = {str(k): (int(v[0]), str(v[1])) for k, v in (res.get("before") or {}).items()}
         after = {str(k): (int(v[0]), str(v[1])) for k, v in (res.get("after") or {}).items()}
         files = {str(k): str(v) for k, v in (res.get("files") or {}).items()}
-        if self.cg is not None and len(self.cg.procs()) > _ZYGOTE_PROCS:
+        if self.cg is not None and self.cg.count_procs() > _ZYGOTE_PROCS:
             self.dead = True  # a process outlived its execution: never reuse this slot
         r = finish(out, so, se, limits, self.image.digest, diff(before, after), files, cmd)
         if out.error and r.status == "nonzero_exit":
