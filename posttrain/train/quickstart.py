@@ -269,7 +269,11 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
     summary = summarize(before, after, time.perf_counter() - t0, cfg, run_dir)
     if resume and (run_dir / "summary.json").is_file():
         summary["wall_s"] += json.loads((run_dir / "summary.json").read_text()).get("wall_s", 0.0)
-    plot_rewards(run_dir, st.metrics.read(), before, after)
+    history = st.metrics.read()
+    plot_rewards(run_dir, history, before, after)
+    from posttrain.schedule.plots import plot_scheduler
+
+    plot_scheduler(run_dir, history)  # the scheduler's page of the run report
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     st.metrics.close()
     st.store.close()
