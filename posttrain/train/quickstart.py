@@ -142,6 +142,7 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
                           s.weight_decay)
     val = validation_tasks(cfg, splits) if s.stop_at_pass is not None else []
     checks: list[dict] = []
+    prev, chosen = None, None  # the previous check's weights; the step finally kept
     for step in range(s.steps):
         report("sft", {"step": step + 1, "total": s.steps, "loss": loop.step()})
         if val and ((step + 1) % s.check_every == 0 or step + 1 == s.steps):
@@ -153,11 +154,19 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
             checks.append({"step": step + 1, "pass@1": res.mean_over_domains(), "domains": res.by_domain()})
             report("sft_check", checks[-1])
             if res.mean_over_domains() >= s.stop_at_pass:
+                # The curve can jump across the level between two checks: keep whichever of
+                # the last two checkpoints lies closer to it.
+                if prev is not None and s.stop_at_pass - checks[-2]["pass@1"] < checks[-1]["pass@1"] - s.stop_at_pass:
+                    model.load_state_dict(prev)
+                    chosen = checks[-2]["step"]
                 break
+            prev = copy.deepcopy(model.state_dict())
     model.eval()
     (run_dir / "sft_losses.json").write_text(json.dumps(loop.losses))
     if val:
-        (run_dir / "sft_checks.json").write_text(json.dumps({"stop_at_pass": s.stop_at_pass, "checks": checks}))
+        kept = chosen or (checks[-1]["step"] if checks else len(loop.losses))
+        (run_dir / "sft_checks.json").write_text(json.dumps({"stop_at_pass": s.stop_at_pass, "kept_step": kept,
+                                                             "checks": checks}))
     save_policy(model, tok, out)
     return model, tok
 
@@ -208,8 +217,10 @@ def sft_record(run_dir: Path) -> dict:
     if (run_dir / "sft_checks.json").is_file():
         d = json.loads((run_dir / "sft_checks.json").read_text())
         out["stop_at_pass"] = d["stop_at_pass"]
-        if d["checks"]:
-            out["validation_pass@1"] = d["checks"][-1]["pass@1"]
+        kept = [c for c in d["checks"] if c["step"] == d.get("kept_step")] or d["checks"][-1:]
+        if kept:
+            out["steps"] = kept[0]["step"]
+            out["validation_pass@1"] = kept[0]["pass@1"]
     return out
 
 

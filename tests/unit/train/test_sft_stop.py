@@ -43,3 +43,12 @@ def test_sft_validation_never_looks_at_held_out_tasks(tmp_path, monkeypatch):
     assert len(seen) == 5  # never reached: every check ran, through the last step
     held = {t.id for t in splits.held_out} | {t.id for t in splits.sft}
     assert seen[0] and not set(seen[0]) & held
+
+
+def test_sft_keeps_the_checkpoint_closer_to_the_target_when_the_curve_jumps(tmp_path, monkeypatch):
+    scripted_validation(monkeypatch, [0.1, 0.45, 0.9, 0.9, 0.9])
+    cfg = load_config(None, SMALL)
+    asyncio.run(sft_phase(cfg, tmp_path, make_splits(cfg), lambda p, i: None, runner=None))
+    d = json.loads((tmp_path / "sft_checks.json").read_text())
+    assert [c["step"] for c in d["checks"]] == [2, 4, 6]
+    assert d["kept_step"] == 4  # 0.45 is 0.05 from 0.5; 0.9 is 0.4 past it
