@@ -35,14 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def rows_to_seqs(tok, rows):
     """Chat rows (messages ending with the assistant's answer) -> SupervisedLoop sequences."""
-    from posttrain.rollout.prompting import encode_completion, encode_prompt
+    from posttrain.train.sft import demo_sequences
     from posttrain.types import Message
 
-    out = []
-    for r in rows:
-        msgs = [Message(m["role"], m["content"]) for m in r["messages"]]
-        out.append((encode_prompt(tok, msgs[:-1]), [(encode_completion(tok, msgs[-1].content), (), True)]))
-    return out
+    msgs = [[Message(m["role"], m["content"]) for m in r["messages"]] for r in rows]
+    return demo_sequences(tok, [(m[:-1], m[-1].content) for m in msgs])
 
 
 def truncated_prompt(task, tok, ctx: int, max_new: int):

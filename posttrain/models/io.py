@@ -9,10 +9,8 @@ from typing import Any
 from posttrain.errors import ModelError
 
 
-def load_policy(path: str | Path, dtype: str = "float32") -> tuple[Any, Any]:
-    """`(model, tokenizer)` from an HF directory; ModelError names a missing or bad path."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def hf_model_dir(path: str | Path) -> Path:
+    """The checked model directory, with hub downloads and progress bars off (every loader's preamble)."""
     from transformers.utils import logging as hf_logging
 
     p = Path(path)
@@ -22,6 +20,15 @@ def load_policy(path: str | Path, dtype: str = "float32") -> tuple[Any, Any]:
         raise ModelError(f"not a Hugging Face model directory (no config.json): {p}")
     hf_logging.disable_progress_bar()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return p
+
+
+def load_policy(path: str | Path, dtype: str = "float32") -> tuple[Any, Any]:
+    """`(model, tokenizer)` from an HF directory; ModelError names a missing or bad path."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    p = hf_model_dir(path)
     try:
         tok = AutoTokenizer.from_pretrained(p)
         model = AutoModelForCausalLM.from_pretrained(p, dtype=getattr(torch, dtype))

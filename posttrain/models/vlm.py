@@ -23,7 +23,6 @@ video; the tiny model learns only coarse visual facts (colour, position, count).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -102,13 +101,10 @@ def load_vlm(path: str | Path, dtype: str = "float32") -> tuple[Any, Any]:
     """`(model, tokenizer-with-.processor)` from an HF image-text-to-text directory."""
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
-    from transformers.utils import logging as hf_logging
 
-    p = Path(path)
-    if not (p / "config.json").is_file():
-        raise ModelError(f"not a Hugging Face model directory (no config.json): {p}")
-    hf_logging.disable_progress_bar()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from posttrain.models.io import hf_model_dir
+
+    p = hf_model_dir(path)
     try:
         processor = AutoProcessor.from_pretrained(p)
         model = AutoModelForImageTextToText.from_pretrained(p, dtype=getattr(torch, dtype))

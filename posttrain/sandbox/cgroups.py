@@ -76,14 +76,14 @@ class Cgroup:
             fd = self._fds[path] = os.open(path, flags | os.O_CLOEXEC)
         return fd
 
-    def _read(self, path: Path, default: str = "") -> str:
+    def _pread(self, path: Path, default: str = "") -> str:
         try:
             return os.pread(self._fd(path, os.O_RDONLY), 1 << 16, 0).decode()
         except OSError:
             self._close(path)
             return default
 
-    def _write(self, path: Path, value: str, always: bool = False) -> bool:
+    def _pwrite(self, path: Path, value: str, always: bool = False) -> bool:
         if not always and self._written.get(path) == value:
             return True
         try:
@@ -135,19 +135,19 @@ class Cgroup:
     def set_limits(self, memory_bytes: int, pids: int) -> None:
         if self.version == "v2":
             d = self.dirs[""]
-            self._write(d / "memory.max", str(memory_bytes))
-            self._write(d / "memory.swap.max", "0")
-            self._write(d / "pids.max", str(pids))
+            self._pwrite(d / "memory.max", str(memory_bytes))
+            self._pwrite(d / "memory.swap.max", "0")
+            self._pwrite(d / "pids.max", str(pids))
         else:
             m = self.dirs["memory"]
             # v1 keeps memory <= memsw at every moment: raise memsw first, lower it last
             old = int(self._written.get(m / "memory.limit_in_bytes", "0"))
             order = ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes")
             for name in order if memory_bytes > old else order[::-1]:
-                self._write(m / name, str(memory_bytes))
-            self._write(m / "memory.max_usage_in_bytes", "0", always=True)  # reset the peak
+                self._pwrite(m / name, str(memory_bytes))
+            self._pwrite(m / "memory.max_usage_in_bytes", "0", always=True)  # reset the peak
             if "pids" in self.dirs:
-                self._write(self.dirs["pids"] / "pids.max", str(pids))
+                self._pwrite(self.dirs["pids"] / "pids.max", str(pids))
         if self._oom0 is None:  # later baselines come from oom_since_reset's own read
             self._oom0 = self.oom_kills()
 
@@ -167,7 +167,7 @@ class Cgroup:
         d = self.dirs.get("" if self.version == "v2" else "memory")
         if d is None:
             return 0
-        text = self._read(d / ("memory.events" if self.version == "v2" else "memory.oom_control"))
+        text = self._pread(d / ("memory.events" if self.version == "v2" else "memory.oom_control"))
         for line in text.splitlines():
             k, _, v = line.partition(" ")
             if k == "oom_kill":
@@ -188,13 +188,13 @@ class Cgroup:
 
     def usage(self) -> int:
         if self.version == "v2":
-            return int(self._read(self.dirs[""] / "memory.current", "0") or 0)
-        return int(self._read(self.dirs["memory"] / "memory.usage_in_bytes", "0") or 0)
+            return int(self._pread(self.dirs[""] / "memory.current", "0") or 0)
+        return int(self._pread(self.dirs["memory"] / "memory.usage_in_bytes", "0") or 0)
 
     def peak_memory(self) -> int:
         if self.version == "v2":
-            return int(self._read(self.dirs[""] / "memory.peak", "0") or 0)
-        return int(self._read(self.dirs["memory"] / "memory.max_usage_in_bytes", "0") or 0)
+            return int(self._pread(self.dirs[""] / "memory.peak", "0") or 0)
+        return int(self._pread(self.dirs["memory"] / "memory.max_usage_in_bytes", "0") or 0)
 
     def cpu_seconds(self) -> float | None:
         if self.version == "v2":

@@ -130,14 +130,15 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
 
     from posttrain.models import load_policy, save_policy
     from posttrain.rollout import make_engine
-    from posttrain.train.sft import SupervisedLoop, encode_examples
+    from posttrain.rollout.agent_rl import evaluate_heldout_mixed
+    from posttrain.train.sft import SupervisedLoop, demo_sequences
 
     out = run_dir / "sft-model"
     if (out / "config.json").is_file():
         return load_policy(out)
     model, tok = build_base(cfg, run_dir)
     s = cfg.sft
-    seqs = [(p, [(c, (), True)]) for p, c in encode_examples(tok, [(t.prompt, t.oracle) for t in splits.sft])]
+    seqs = demo_sequences(tok, [(t.prompt, t.oracle) for t in splits.sft])
     loop = SupervisedLoop(model, tok.pad_token_id, seqs, s.steps, s.lr, s.batch_size, s.warmup_steps, cfg.seed,
                           s.weight_decay)
     val = validation_tasks(cfg, splits) if s.stop_at_pass is not None else []
@@ -148,15 +149,14 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
         if val and ((step + 1) % s.check_every == 0 or step + 1 == s.steps):
             model.eval()
             eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
-            from posttrain.rollout.agent_rl import evaluate_heldout_mixed
-
             res = await evaluate_heldout_mixed(eng, tok, val, runner, cfg.eval.max_new_tokens, 0, cfg.agent)
-            checks.append({"step": step + 1, "pass@1": res.mean_over_domains(), "domains": res.by_domain()})
+            level = res.mean_over_domains()
+            checks.append({"step": step + 1, "pass@1": level, "domains": res.by_domain()})
             report("sft_check", checks[-1])
-            if res.mean_over_domains() >= s.stop_at_pass:
+            if level >= s.stop_at_pass:
                 # The curve can jump across the level between two checks: keep whichever of
                 # the last two checkpoints lies closer to it.
-                if prev is not None and s.stop_at_pass - checks[-2]["pass@1"] < checks[-1]["pass@1"] - s.stop_at_pass:
+                if prev is not None and s.stop_at_pass - checks[-2]["pass@1"] < level - s.stop_at_pass:
                     model.load_state_dict(prev)
                     chosen = checks[-2]["step"]
                 break

@@ -36,11 +36,15 @@ def lr_lambda(warmup: int, total: int) -> Callable[[int], float]:
     return f
 
 
+def demo_sequences(tokenizer: Any, examples: Sequence[Example]) -> list[Any]:
+    """Single-turn demonstrations as `pack_sequences` rows: the answer is the one trained segment."""
+    return [(p, [(c, (), True)]) for p, c in encode_examples(tokenizer, examples)]
+
+
 def sft_train(model: Any, tokenizer: Any, examples: Sequence[Example], cfg: SFTConfig, seed: int = 0,
               on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """Train in place; returns the loss per step. Loss = mean NLL over answer tokens."""
-    seqs = [(p, [(c, (), True)]) for p, c in encode_examples(tokenizer, examples)]
-    return train_sequences(model, tokenizer.pad_token_id, seqs, cfg.steps, cfg.lr, cfg.batch_size,
+    return train_sequences(model, tokenizer.pad_token_id, demo_sequences(tokenizer, examples), cfg.steps, cfg.lr, cfg.batch_size,
                            cfg.warmup_steps, seed, cfg.weight_decay, on_step)
 
 

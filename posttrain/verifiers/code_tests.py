@@ -26,27 +26,35 @@ from posttrain.registry import verifier
 from posttrain.types import ExecLimits, Task, Trajectory, VerifyResult
 from posttrain.verifiers.base import VerifyContext
 
-RUNNER = r'''
+# Shared by both in-sandbox scripts (the sandbox cannot import posttrain): the answer
+# becomes `lambda <arg>: (<answer>)`; each input gives a value or the exception's name.
+APPLY = r'''
+def apply_answer(src, arg, inputs):
+    f = eval(compile("lambda %s: (%s)" % (arg, src), "answer.py", "eval"), {})
+    out = []
+    for x in inputs:
+        try:
+            v = f(x)
+            out.append({"value": v if isinstance(v, (int, float, str, bool)) else repr(v)})
+        except BaseException as e:
+            out.append({"error": type(e).__name__})
+    return out
+'''
+
+RUNNER = APPLY + r'''
 import json, sys
 src = open("answer.py").read()
 inputs = json.loads(open("inputs.json").read())
-out = []
 try:
-    f = eval(compile("lambda %s: (%s)" % (sys.argv[1], src), "answer.py", "eval"), {})
+    out = apply_answer(src, sys.argv[1], inputs)
 except BaseException as e:
     print("\n@@RESULT@@" + json.dumps({"error": type(e).__name__}))
     raise SystemExit(0)
-for x in inputs:
-    try:
-        v = f(x)
-        out.append({"value": v if isinstance(v, (int, float, str, bool)) else repr(v)})
-    except BaseException as e:
-        out.append({"error": type(e).__name__})
 print("\n@@RESULT@@" + json.dumps(out))
 '''
 
 
-BATCH_RUNNER = r'''
+BATCH_RUNNER = APPLY + r'''
 import json, os, select, signal, sys, time
 arg, per_s = sys.argv[1], float(sys.argv[2])
 inputs = json.loads(open("inputs.json").read())
@@ -56,14 +64,7 @@ def child(src, w):
     fd = os.open(os.devnull, os.O_RDWR)
     os.dup2(fd, 0), os.dup2(fd, 1), os.dup2(fd, 2)
     try:
-        f = eval(compile("lambda %s: (%s)" % (arg, src), "answer.py", "eval"), {})
-        out = []
-        for x in inputs:
-            try:
-                v = f(x)
-                out.append({"value": v if isinstance(v, (int, float, str, bool)) else repr(v)})
-            except BaseException as e:
-                out.append({"error": type(e).__name__})
+        out = apply_answer(src, arg, inputs)
     except BaseException as e:
         out = {"error": type(e).__name__}
     os.write(w, json.dumps(out).encode()[:65536])
