@@ -3,6 +3,7 @@
     freeze_suite("regression", {"arithmetic": 14, "code": 12, "math": 10}, out_dir, epochs=5)
 
     python -m posttrain.eval.freeze          # rebuilds the built-in suites in posttrain/eval/suites/
+    python -m posttrain.eval.freeze terminal # just one
 
 Tasks come from the held-out evaluation seed (10_000, as `TasksConfig.eval_seed`) so a
 suite never overlaps the default training split. Rebuilding changes pins only when the
@@ -22,30 +23,46 @@ EVAL_SEED = 10_000
 DEFAULT_SAMPLING = {"temperature": 0.7, "top_p": 1.0, "max_new_tokens": 24}
 DEFAULT_CONCURRENCY = {"generation": 256, "sandboxes": 2}
 
-# The built-ins: one suite per shipped single-turn domain, and the cross-domain regression set
-# (20-50 tasks, the seeds' recommendation for comparing before/after an upgrade).
-BUILTINS: dict[str, tuple[dict[str, int], int, str]] = {
-    "arithmetic": ({"arithmetic": 50}, 1, "Integer arithmetic, exact numeric answers."),
-    "code": ({"code": 50}, 1, "Python expressions checked by tests in the sandbox."),
-    "math": ({"math": 30}, 1, "Fraction/percent word problems with boxed answers."),
+# The built-ins: one suite per shipped domain, and the cross-domain regression set (20-50
+# tasks, the seeds' recommendation for comparing before/after an upgrade). Each entry:
+# (tasks per domain, epochs, description, max_new_tokens or None for the tasks' own limit).
+BUILTINS: dict[str, tuple[dict[str, int], int, str, int | None]] = {
+    "arithmetic": ({"arithmetic": 50}, 1, "Integer arithmetic, exact numeric answers.", 24),
+    "code": ({"code": 50}, 1, "Python expressions checked by tests in the sandbox.", 24),
+    "math": ({"math": 30}, 1, "Fraction/percent word problems with boxed answers.", 24),
+    "humaneval": ({"humaneval": 30}, 1, "HumanEval functions run against their tests in the sandbox.", None),
+    "extraction": ({"extraction": 30}, 1, "JSON extraction checked against a schema and the gold fields.", None),
+    "needle": ({"needle": 20}, 1, "Long-context retrieval with a cited passage.", None),
+    "conflict": ({"conflict": 20}, 1, "Multi-document conflicts answered with citations.", None),
+    "terminal": ({"terminal": 12}, 1, "Multi-step shell work in a sandbox session, checked on the final files.",
+                 None),
+    "tools": ({"tools": 20}, 1, "Multi-tool agent tasks (calculator, lookup, ...), checked on the answer.", None),
+    "scene": ({"scene": 10}, 1, "3D scenes built through tool calls, checked on the final scene.", None),
+    "chart": ({"chart": 30}, 1, "Bar-chart questions on rendered images (needs a vision-language model).", None),
+    "drawing": ({"drawing": 30}, 1, "Shape-counting questions on drawings (needs a vision-language model).", None),
+    "ui": ({"ui": 30}, 1, "Screenshot questions on rendered UIs (needs a vision-language model).", None),
     "regression": ({"arithmetic": 14, "code": 12, "math": 10}, 5,
-                   "Default regression set: 36 tasks across domains, 5 epochs."),
+                   "Default regression set: 36 tasks across domains, 5 epochs.", 24),
 }
 
 
 def freeze_suite(name: str, counts: dict[str, int], out_dir: Path, epochs: int = 1, description: str = "",
-                 seed: int = EVAL_SEED, difficulty: float = 1.0) -> Path:
+                 seed: int = EVAL_SEED, difficulty: float = 1.0, max_new_tokens: int | None = 24) -> Path:
+    """Generate, save and pin a suite. `max_new_tokens=None` takes the largest single-turn task
+    limit (agent steps always use each task's own per-step limit)."""
     from posttrain.tasks import generate_domain
     from posttrain.tasks.io import save_tasks
 
     tasks = []
     for domain, n in counts.items():
         tasks += generate_domain(domain, n, seed, difficulty)
+    if max_new_tokens is None:
+        max_new_tokens = max((t.limits.max_new_tokens for t in tasks), default=DEFAULT_SAMPLING["max_new_tokens"])
     task_file = Path("tasks") / f"{name}.jsonl"
     save_tasks(tasks, out_dir / task_file)
     doc: dict[str, Any] = {
         "name": name, "description": description, "epochs": epochs, "seed": 0,
-        "sampling": DEFAULT_SAMPLING, "concurrency": DEFAULT_CONCURRENCY,
+        "sampling": {**DEFAULT_SAMPLING, "max_new_tokens": max_new_tokens}, "concurrency": DEFAULT_CONCURRENCY,
         "tasks": [{"file": str(task_file), "pins": {t.id: t.version for t in tasks}}],
     }
     path = out_dir / f"{name}.yaml"
@@ -53,11 +70,19 @@ def freeze_suite(name: str, counts: dict[str, int], out_dir: Path, epochs: int =
     return path
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Rebuild the named built-ins (all when none is named)."""
+    import sys
+
     import posttrain.tasks.math_problems  # noqa: F401  (registers the math domain)
 
-    for name, (counts, epochs, desc) in BUILTINS.items():
-        print(freeze_suite(name, counts, BUILTIN_DIR, epochs, desc))
+    names = (sys.argv[1:] if argv is None else argv) or list(BUILTINS)
+    unknown = [n for n in names if n not in BUILTINS]
+    if unknown:
+        raise SystemExit(f"unknown built-in suite(s) {', '.join(unknown)}; known: {', '.join(BUILTINS)}")
+    for name in names:
+        counts, epochs, desc, max_new = BUILTINS[name]
+        print(freeze_suite(name, counts, BUILTIN_DIR, epochs, desc, max_new_tokens=max_new))
 
 
 if __name__ == "__main__":

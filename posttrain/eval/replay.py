@@ -8,7 +8,9 @@ Sources, in order: a training run's `trajectories.sqlite` (through
 `samples.jsonl`. Tasks are found by version: an evaluation run's suite, the task files
 and domains named in a training run's `config.yaml` (train split at `seed`, held-out at
 `tasks.eval_seed`). A trajectory whose task version cannot be found is reported as
-such, never silently skipped.
+such, never silently skipped. A multi-step trajectory is replayed, not just re-verified:
+its recorded turns run again through the agent loop in a fresh sandbox session (its
+verdict reads the session's final state), with the run's tokenizer (`episodes.py`).
 
 Limits: tasks generated at training time with parameters other than the config's
 (a curriculum that changed difficulty mid-run) cannot be rebuilt here unless the store
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from posttrain.eval.episodes import load_tokenizer, rescore
 from posttrain.eval.records import SAMPLES_FILE, EvalError, RecordFile, read_json
 from posttrain.eval.trajio import trajectory_from_dict
 from posttrain.types import Task, Trajectory, thaw
@@ -93,6 +96,15 @@ def task_index(run: Path) -> dict[str, Task]:
     return out
 
 
+def _run_tokenizer(run: Path) -> Any:
+    """The tokenizer of the model that produced the run: an evaluation's model, else the newest checkpoint."""
+    from posttrain.eval.modelref import resolve_model
+
+    meta = run / "meta.json"
+    model = read_json(meta, "run metadata")["model"] if meta.is_file() else resolve_model(run).path
+    return load_tokenizer(model)
+
+
 async def replay_run(run: Path, step: int | None = None, task_id: str | None = None, sandbox: Any = None,
                      concurrency: int = 2) -> list[ReplayDiff]:
     from posttrain.verifiers.run import VerifierRunner
@@ -104,6 +116,8 @@ async def replay_run(run: Path, step: int | None = None, task_id: str | None = N
         raise EvalError(f"{run}: no stored trajectories match step={step} task={task_id}")
     tasks = task_index(run)
     runner = VerifierRunner(sandbox, concurrency=concurrency)
+    multi = any(t.limits.max_steps > 1 for t in (tasks.get(tr.task_version) for tr in trajs) if t is not None)
+    tok = _run_tokenizer(run) if multi else None  # episodes are replayed turn by turn: needs the tokenizer
 
     async def one(t: Trajectory) -> ReplayDiff:
         old = _verdict(t)
@@ -111,7 +125,7 @@ async def replay_run(run: Path, step: int | None = None, task_id: str | None = N
         if task is None:
             return ReplayDiff(t.task_id, t.task_version, t.step, t.sample, old, None,
                               note="task version not found in the run's suite/config; cannot re-verify")
-        new = _verdict(await runner.verify_one(task, t))
+        new = _verdict(await rescore(task, t, sandbox, runner, tok))
         changed = [k for k in ("passed", "score", "status", "reason", "details") if (old or {}).get(k) != (new or {}).get(k)]
         return ReplayDiff(t.task_id, t.task_version, t.step, t.sample, old, new, changed_fields=changed)
 

@@ -17,8 +17,14 @@ weights, building the engine: the cost of generation with any harness), generati
 minus the union of generation and verification intervals (planning, prompt encoding,
 the cache, bookkeeping, writing and fsyncing records, the summary).
 
-Limits: single-turn tasks only (a task with max_steps > 1 is recorded as an infra error
-at the engine boundary rather than silently scored as a one-shot answer).
+Multi-step tasks (max_steps > 1: terminal, tools, scene) run as agent episodes through the
+same loop training uses (`episodes.py`), after the single-turn batches, one engine call per
+step across the episodes of a batch; each episode's verdict comes from its own final state,
+so its span counts as generation (verification happens inside it). A cached multi-step
+sample is replayed: its recorded turns re-run against a fresh sandbox and are re-verified,
+without calling the model. Image tasks (chart, drawing, ui) need a vision-language model
+directory; their cache key includes the images' bytes, since the prompt ids alone are the
+same for every image.
 """
 
 from __future__ import annotations
@@ -112,11 +118,22 @@ def to_record(task: Task, epoch: int, seed: int, traj: Trajectory, verify_s: flo
         task_id=task.id, task_version=task.version, domain=task.domain, epoch=epoch, seed=seed,
         prompt="\n".join(f"{m.role}: {m.content}" for m in task.prompt), completion=traj.completion_text,
         score=0.0 if infra or v is None else v.score, passed=bool(v and v.passed and not infra),
-        status="infra_error" if infra else "ok", details=dict(v.details) if v else {},
+        status="infra_error" if infra else "ok", details=_plain(v.details) if v else {},
         reason=v.reason if v else "", steps=traj.num_steps, tokens=_tokens(traj),
         wall_s=gen_s + verify_s, gen_s=gen_s, verify_s=verify_s,
         error={"boundary": traj.error.boundary, "message": traj.error.message} if traj.error else None,
         cached=cached, trajectory=trajectory_to_dict(traj))
+
+
+def _plain(x: Any) -> Any:
+    """Verifier details as plain JSON types (agent details hold read-only mappings and tuples)."""
+    from collections.abc import Mapping
+
+    if isinstance(x, Mapping):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
 
 
 @dataclass
@@ -137,6 +154,36 @@ class _Run:
         self.sampling, self.total, self.progress = sampling, total, progress
         self.timer = Timer()
         self.done = 0
+
+    async def episodes(self, jobs: list[_Job], cached: dict[str, Trajectory], concurrency: int) -> None:
+        """Multi-step jobs of one epoch: live episodes, or replays of cached ones; then record them."""
+        from posttrain.eval.episodes import replay_episodes, run_episodes
+
+        sandbox = self.verifier.ctx.sandbox
+        t0 = time.perf_counter()
+        hits, live = [j for j in jobs if j.key in cached], [j for j in jobs if j.key not in cached]
+        out: list[tuple[_Job, Trajectory, bool]] = []
+        try:
+            if hits:
+                trajs = await replay_episodes(self.tok, [j.task for j in hits], [cached[j.key] for j in hits],
+                                              sandbox, self.verifier, concurrency)
+                out += [(j, t, True) for j, t in zip(hits, trajs)]
+            if live:
+                trajs = await run_episodes(self.engine, self.tok, [j.task for j in live], self.sampling, live[0].seed,
+                                           sandbox, self.verifier, concurrency)
+                out += [(j, t, False) for j, t in zip(live, trajs)]
+        except Exception as e:  # noqa: BLE001  the loop itself failed: every sample of the batch records it
+            done = {id(j) for j, _, _ in out}
+            out += [(j, _failed(j.task, "engine", f"{type(e).__name__}: {e}"), False) for j in jobs if id(j) not in done]
+        self.timer.gen.append((t0, time.perf_counter()))
+        if self.cache is not None:
+            self.cache.put_many((j.key, t) for j, t, hit in out if not hit and not t.infra_error)
+        recs = [to_record(j.task, j.epoch, j.seed, dataclasses.replace(t, sample=j.epoch),
+                          float(t.timings.get("verify_s", 0.0)), hit) for j, t, hit in out]
+        self.records.append(recs)
+        self.done += len(recs)
+        if self.progress:
+            self.progress(self.done, self.total)
 
     def _generate_sync(self, jobs: list[_Job], seed: int) -> list[Trajectory]:
         from posttrain.rollout.engine import SamplingParams
@@ -176,6 +223,23 @@ def _failed(task: Task, boundary: str, message: str) -> Trajectory:
     return Trajectory(task.id, task.version, task.domain, (), (), error=TrajError(boundary, message))  # type: ignore[arg-type]
 
 
+def _keyed_sampling(task: Task, sampling: dict[str, Any]) -> dict[str, Any]:
+    """The sampling part of a cache key, plus what else decides the generation beyond the prompt
+    ids: for image tasks the images' sha256 (checked against their bytes on load), since their
+    prompt ids are the same whatever the picture; for multi-step tasks the environment the tools
+    answer from (files, tools, metadata, limits), since two tasks can share a prompt."""
+    from posttrain.tasks.images import task_images
+
+    out = dict(sampling)
+    shas = [a.sha256 for a in task_images(task)]
+    if shas:
+        out["images"] = shas
+    if task.limits.max_steps > 1:
+        out["environment"] = content_hash({"environment": task.environment, "metadata": task.metadata,
+                                           "limits": task.limits})
+    return out
+
+
 def _plan(suite: Suite, epochs: int, done: dict[str, SampleRecord]) -> list[_Job]:
     from posttrain.eval.records import sample_key
 
@@ -194,32 +258,38 @@ async def _pipeline(run: _Run, jobs: list[_Job], cached: dict[str, Trajectory], 
             for f in finished:
                 f.result()  # a failure to write records is fatal: re-raise it
 
-    hits = [j for j in jobs if j.key in cached]
+    single = [j for j in jobs if j.task.limits.max_steps <= 1]
+    hits = [j for j in single if j.key in cached]
     if hits:
         inflight.add(asyncio.create_task(run.verify_and_record(hits, [cached[j.key] for j in hits], True)))
-    multi = [j for j in jobs if j.key not in cached and j.task.limits.max_steps > 1]
-    if multi:
-        msg = "multi-step task: this evaluator runs single-turn tasks only"
-        inflight.add(asyncio.create_task(run.verify_and_record(multi, [_failed(j.task, "engine", msg) for j in multi],
-                                                               False)))
-    todo = [j for j in jobs if j.key not in cached and j.task.limits.max_steps <= 1]
+    todo = [j for j in single if j.key not in cached]
     for i in range(0, len(todo), batch):
         chunk = todo[i:i + batch]
         trajs = await run.generate(chunk)
         inflight.add(asyncio.create_task(run.verify_and_record(chunk, trajs, False)))
         await drain(2)
     await drain(0)
+    # Multi-step episodes use the engine from this loop: only after single-turn generation is done.
+    by_epoch: dict[int, list[_Job]] = {}
+    for j in jobs:
+        if j.task.limits.max_steps > 1:
+            by_epoch.setdefault(j.epoch, []).append(j)
+    for epoch_jobs in by_epoch.values():
+        for i in range(0, len(epoch_jobs), batch):
+            await run.episodes(epoch_jobs[i:i + batch], cached, batch)
 
 
 def _build(ref: ModelRef, engine: str, batch: int) -> tuple[Any, Any]:
     from posttrain.models import load_policy
+    from posttrain.models.vlm import is_vision_dir, load_vlm
     from posttrain.rollout import make_engine
 
     from posttrain.registry import registry
 
-    if engine == "auto":
-        engine = "fast" if "fast" in registry("engine").names() else "hf"
-    model, tok = load_policy(ref.path)
+    vision = is_vision_dir(ref.path)
+    if engine == "auto":  # the fast engine is text-only (llama/qwen2/mistral); image models take hf's generate
+        engine = "fast" if "fast" in registry("engine").names() and not vision else "hf"
+    model, tok = load_vlm(ref.path) if vision else load_policy(ref.path)
     return make_engine(engine, model, tok, max_batch=batch), tok
 
 
@@ -247,7 +317,7 @@ async def evaluate(ref: ModelRef, suite: Suite, out: Path, opts: EvalOptions, sa
         startup = time.perf_counter() - t0
         for j in jobs:
             j.prompt_ids = encode_prompt(tok, j.task.prompt)
-            j.key = cache_key(ref.hash, j.prompt_ids, sampling, j.seed, j.epoch)
+            j.key = cache_key(ref.hash, j.prompt_ids, _keyed_sampling(j.task, sampling), j.seed, j.epoch)
         cache = GenerationCache(opts.cache) if opts.cache else None
         cached = cache.get_many([j.key for j in jobs]) if cache else {}
         verifier = VerifierRunner(sandbox, concurrency=sandboxes, retries=opts.retries)

@@ -120,6 +120,19 @@ def load_vlm(path: str | Path, dtype: str = "float32") -> tuple[Any, Any]:
     return model.eval(), tok
 
 
+def is_vision_dir(path: str | Path) -> bool:
+    """True when an HF model directory (or run) holds a vision-language model (config has vision_config)."""
+    import json
+
+    from posttrain.models.io import hf_model_dir
+
+    try:
+        cfg = json.loads((hf_model_dir(path) / "config.json").read_text())
+    except (OSError, ValueError, ModelError):
+        return False  # the text loader then names what is wrong with the directory
+    return isinstance(cfg, dict) and "vision_config" in cfg
+
+
 def processor_of(tok: Any) -> Any:
     """The multimodal processor attached to a tokenizer, or None for a text-only model."""
     return getattr(tok, "processor", None)
