@@ -93,6 +93,8 @@ def main() -> None:
     ap.add_argument("--batches", default="64,128")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--slots", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--exec-batch", type=int, default=None, help="cluster.exec_batch (default: the config's)")
+    ap.add_argument("--ahead", type=int, default=None, help="cluster.queue_per_slot (default: the config's)")
     a = ap.parse_args()
     batches = [int(x) for x in a.batches.split(",")]
 
@@ -107,13 +109,18 @@ def main() -> None:
     with LocalCluster({"pt_node_a": a.slots}) as c:
         try:
             connect(c.address)
-            remote = RaySandbox.create(ClusterConfig(address=c.address, start_jitter_s=0.1, warm_slots=a.slots))
+            over = {k: v for k, v in (("exec_batch", a.exec_batch), ("queue_per_slot", a.ahead)) if v is not None}
+            ccfg = ClusterConfig(address=c.address, start_jitter_s=0.1, warm_slots=a.slots, **over)
+            a.exec_batch, a.ahead = ccfg.exec_batch, ccfg.queue_per_slot
+            remote = RaySandbox.create(ccfg)
             local = SandboxPool(concurrency=a.slots)
 
             async def run() -> dict:
                 await local.warm(n=a.slots)
                 try:
-                    return await measure(local, remote, batches, a.rounds)
+                    out = await measure(local, remote, batches, a.rounds)
+                    out["per_call"] = remote.cluster_metrics()["cluster/sandbox/exec_per_call"]
+                    return out
                 finally:
                     await local.close()
                     await remote.close()
@@ -131,6 +138,7 @@ def main() -> None:
     pl, pr = med(r["lat_local"]), med(r["lat_ray"])
     print(f"p50 latency, one execution alone: local {pl * 1e3:.1f} ms, ray {pr * 1e3:.1f} ms, "
           f"added {1e3 * (pr - pl):+.1f} ms (ratio {pr / pl:.2f})")
+    print(f"executions per remote call: {(r['per_call'] if a.exec_batch > 1 else 1.0):.1f} (exec_batch={a.exec_batch}, queue_per_slot={a.ahead})")
     cpu = med(r["cpu"])
     print(f"dispatcher cost: driver CPU {cpu * 1e6:.0f} us per Ray execution "
           f"(-> one driver core dispatches ~{1 / cpu:.0f} exec/s)")

@@ -199,6 +199,8 @@ class ClusterConfig(Section):
     queue_timeout_s: float = 600.0  # global admission wait for a free sandbox slot
     max_resubmits: int = 3  # re-runs of work whose node or actor died
     actor_concurrency: int = 1000  # calls one pool actor serves at once (its pool bounds real work)
+    queue_per_slot: int = 2  # executions sent ahead per sandbox slot, queued in the node's pool: no idle round trips
+    exec_batch: int = 32  # executions to one node coalesced into one remote call (1 = a call each)
     sandbox_resource: str | None = None  # place pools only on nodes with this custom resource
     rollout_resource: str | None = None  # place rollout workers only on nodes with this custom resource
 

@@ -70,7 +70,7 @@ def start_pools(ccfg: Any, nodes: list[dict] | None = None) -> list[Slot]:
         cores = ccfg.pool_concurrency or max(1, int(n.get("Resources", {}).get("CPU", 1)))
         h = remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
                            name=None).remote(cores, ccfg.start_jitter_s, ccfg.warm_slots)
-        slots.append(Slot(node_label(n), cores, h))
+        slots.append(Slot(node_label(n), cores, h, ahead=cores * ccfg.queue_per_slot))
         refs.append(h.start.remote())
     ok = []
     for slot, ref in zip(slots, refs):

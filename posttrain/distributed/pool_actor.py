@@ -3,6 +3,7 @@
     actor = SandboxPoolActor.options(scheduling_strategy=NodeAffinity(node_id)).remote(cores, jitter_s)
     await actor.start.remote()            # jittered, then pre-warms slots
     res = await actor.exec.remote(cmd, files, stdin, limits, image, read_files)
+    results = await actor.exec_many.remote([(cmd, files, stdin, limits, image, read_files), ...])
 
 The actor is an asyncio actor: many executions share its event loop, bounded by the
 pool's own semaphore (sized to the node's cores), exactly as on a single machine.
@@ -49,6 +50,18 @@ class SandboxPoolActor:
     async def exec(self, cmd: Sequence[str], files: dict | None, stdin: bytes, limits: ExecLimits | None,
                    image: str, read_files: Sequence[str]) -> dict:
         return to_wire(await self.pool.exec(cmd, files, stdin, limits, image, read_files))
+
+    async def exec_many(self, requests: Sequence[tuple]) -> list[dict]:
+        """Several executions in one call (the driver coalesces them); each answer is its result in
+        wire form, or {"__error__": message} for a request the pool refused, so one bad request
+        never fails its batch-mates."""
+        async def one(req: tuple) -> dict:
+            try:
+                return to_wire(await self.pool.exec(*req))
+            except Exception as e:  # noqa: BLE001 - reported per request; the driver re-raises it
+                return {"__error__": f"{type(e).__name__}: {e}", "sandbox": type(e).__name__ == "SandboxError"}
+
+        return list(await asyncio.gather(*(one(r) for r in requests)))
 
     async def ping(self) -> int:
         return os.getpid()

@@ -54,6 +54,18 @@ class _Pool:
             return _Ref(to_wire(ExecResult(status="ok", stdout="hi", files={"a": "b"})))
 
         self.exec = _Method(ex)
+
+        def many(reqs):
+            self.batches.append(len(reqs))
+            if self.mode == "dead":
+                return _Ref(exc=ray.exceptions.RayActorError())
+            if self.mode == "hung":
+                return _Ref(never=True)
+            return _Ref([{"__error__": "SandboxError: bad image 'nope'", "sandbox": True} if r[4] == "nope"
+                         else to_wire(ExecResult(status="ok", stdout="hi")) for r in reqs])
+
+        self.batches: list[int] = []
+        self.exec_many = _Method(many)
         self.open_session = _Method(lambda *a: _Ref(exc=ray.exceptions.RayActorError()) if self.mode == "dead"
                                     else _Ref("sid"))
         self.close_session = _Method(lambda *a: _Ref(None))
@@ -110,3 +122,38 @@ def test_generation_split_balances_samples_and_keeps_order():
     assert [r.id for p in parts for r in p] == [str(i) for i in range(6)]
     assert [sum(r.params.n for r in p) for p in parts] == [8, 8]
     assert _split(reqs[:1], 3)[1:] == [[], []]
+
+
+def test_executions_in_one_loop_turn_share_one_remote_call():
+    pool = _Pool("ok")
+    box = RaySandbox([Slot("pt_node_a", 4, pool, ahead=8)], exec_batch=32)
+
+    async def go():
+        return await asyncio.gather(*(box.exec(["true"]) for _ in range(12)))
+
+    res = asyncio.run(go())
+    assert [r.stdout for r in res] == ["hi"] * 12 and pool.batches == [12]
+
+
+def test_batch_on_a_dead_node_is_resubmitted_elsewhere_one_by_one():
+    dead, ok = _Pool("dead"), _Pool("ok")
+    box = RaySandbox([Slot("pt_node_b", 8, dead), Slot("pt_node_a", 2, ok)], exec_batch=32)
+
+    async def go():
+        return await asyncio.gather(*(box.exec(["true"]) for _ in range(6)))
+
+    res = asyncio.run(go())
+    assert all(r.status == "ok" for r in res) and not box.router.slots[0].alive
+    assert sum(ok.batches) == 6 and box.resubmitted == sum(dead.batches)
+
+
+def test_a_refused_request_fails_alone_not_its_batch_mates():
+    box = RaySandbox([Slot("pt_node_a", 4, _Pool("ok"))], exec_batch=32)
+
+    async def go():
+        return await asyncio.gather(box.exec(["true"]), box.exec(["true"], image="nope"), box.exec(["true"]),
+                                    return_exceptions=True)
+
+    a, bad, c = asyncio.run(go())
+    assert a.stdout == c.stdout == "hi"
+    assert isinstance(bad, SandboxError) and "nope" in str(bad)

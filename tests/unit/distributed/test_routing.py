@@ -79,3 +79,62 @@ def test_no_cluster_imports_no_ray():
             "assert not d.enabled(load_config(None)); assert 'ray' not in sys.modules, 'ray imported'")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-500:]
+
+
+def test_waiters_are_granted_in_arrival_order():
+    async def go():
+        r = Router([Slot("a", 1)])
+        held = await r.admit()
+        order = []
+
+        async def wait(i):
+            slot = await r.admit()
+            order.append(i)
+            r.release(slot)
+
+        tasks = [asyncio.create_task(wait(i)) for i in range(5)]
+        await asyncio.sleep(0.01)
+        r.release(held)
+        await asyncio.gather(*tasks)
+        return order
+
+    assert asyncio.run(go()) == [0, 1, 2, 3, 4]
+
+
+def test_one_burst_of_releases_frees_every_waiter_in_one_loop_turn():
+    async def go():
+        r = Router([Slot("a", 4)])
+        held = [await r.admit() for _ in range(4)]
+        waiters = [asyncio.create_task(r.admit()) for _ in range(4)]
+        await asyncio.sleep(0.01)
+        for s in held:
+            r.release(s)
+        turns = 0
+        while not any(w.done() for w in waiters):
+            await asyncio.sleep(0)
+            turns += 1
+        return [w.done() for w in waiters], turns
+
+    done, turns = asyncio.run(go())
+    assert done == [True] * 4 and turns < 10  # all in the same turn, not one lock hand-off each
+
+
+def test_ahead_admits_beyond_capacity_and_no_further():
+    r = Router([Slot("a", 2, ahead=4)])
+
+    async def go():
+        return [await r.admit() for _ in range(6)]
+
+    assert len(asyncio.run(go())) == 6 and r.pick() is None
+
+
+def test_waiter_that_times_out_takes_no_slot():
+    async def go():
+        r = Router([Slot("a", 1)], queue_timeout_s=0.05)
+        held = await r.admit()
+        with pytest.raises(asyncio.TimeoutError, match="queued"):
+            await r.admit()
+        r.release(held)
+        return r.slots[0].inflight, r.waiting
+
+    assert asyncio.run(go()) == (0, 0)
