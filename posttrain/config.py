@@ -139,6 +139,7 @@ class RLConfig(Section):
     max_new_tokens: int = 24
     update_epochs: int = 1
     minibatches: int = 1
+    share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
     max_grad_norm: float = 1.0
     format_weight: float = 0.0  # extra reward weight of the format rule (gated anyway)
     eval_every: int = 0

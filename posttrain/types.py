@@ -29,14 +29,24 @@ def freeze(value: Any) -> Any:
     return value
 
 
+_PLAIN = (int, float, str, bool, type(None))
+
+
 def thaw(value: Any) -> Any:
     """Inverse of `freeze`: plain dicts and lists, ready for `json.dumps`."""
+    t = type(value)
+    if t in _PLAIN:  # the common cases first, by exact type: an ABC isinstance check costs ~1 us
+        return value
+    if t is dict or t is MappingProxyType:
+        return {k: thaw(v) for k, v in value.items()}
+    if t is not type and hasattr(t, "__dataclass_fields__"):
+        return {f.name: thaw(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, tuple):
+        if all(type(v) in _PLAIN for v in value):  # token ids, logprobs: no per-element recursion
+            return list(value)
         return [thaw(v) for v in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: thaw(getattr(value, f.name)) for f in dataclasses.fields(value)}
     return value
 
 

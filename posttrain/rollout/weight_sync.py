@@ -77,8 +77,9 @@ def install(views: Mapping[str, torch.Tensor], state: Mapping[str, Any], version
             expected: Mapping[str, str] | None = None, tied: tuple[str, str] | None = None) -> SyncReport:
     """Copy `state` into `views` (HF name -> engine tensor slice) and verify every tensor.
 
-    `expected` is the sender's manifest; without one it is computed here from `state`
-    before copying, which still catches a bad install. `tied` = (lm_head, embed) names:
+    `expected` is the sender's manifest (across processes, where only digests travel);
+    without one (same process) every installed tensor is compared with its source byte for
+    byte, which is exact and cheaper than hashing both. `tied` = (lm_head, embed) names:
     the state may carry the tied head, which must then equal the embedding.
     """
     missing = sorted(set(views) - set(state))
@@ -89,8 +90,6 @@ def install(views: Mapping[str, torch.Tensor], state: Mapping[str, Any], version
         if tuple(state[name].shape) != tuple(view.shape):
             raise WeightSyncError(f"weight sync v{version}: {name} has shape {tuple(state[name].shape)}, "
                                   f"engine expects {tuple(view.shape)}")
-    if expected is None:
-        expected = {k: digest(state[k].to(views[k].dtype), version) for k in views}
     t0 = time.perf_counter()
     nbytes = 0
     with torch.no_grad():
@@ -99,6 +98,11 @@ def install(views: Mapping[str, torch.Tensor], state: Mapping[str, Any], version
             nbytes += view.numel() * view.element_size()
     t1 = time.perf_counter()
     for name, view in views.items():
+        if expected is None:  # same process: compare the installed bytes with the source, exactly
+            src = state[name].to(view.dtype)
+            if not (torch.equal(view, src) or bool(((view == src) | (view.isnan() & src.isnan())).all())):
+                raise WeightSyncError(f"weight sync v{version}: tensor {name} differs from the trainer's after install")
+            continue
         if name not in expected:
             raise WeightSyncError(f"weight sync v{version}: manifest has no digest for {name}")
         if digest(view, version) != expected[name]:

@@ -51,17 +51,35 @@ def traj_from_dict(d: dict) -> Trajectory:
     )
 
 
+def _turn_dict(x: Turn) -> dict:
+    return {"role": x.role, "text": x.text, "token_ids": list(x.token_ids), "logprobs": list(x.logprobs),
+            "trainable": x.trainable, "tool_call": thaw(x.tool_call), "exec_result": thaw(x.exec_result),
+            "wall_s": x.wall_s}
+
+
+def traj_to_dict(t: Trajectory) -> dict:
+    """`thaw(t)`, written out for the hot path: the store serialises every sample of every step,
+    and the generic walk over dataclass fields cost ~15 us a sample (equal output: tested)."""
+    return {"task_id": t.task_id, "task_version": t.task_version, "domain": t.domain, "prompt_ids": list(t.prompt_ids),
+            "turns": [_turn_dict(x) for x in t.turns], "weights_version": t.weights_version, "reward": t.reward,
+            "verify": thaw(t.verify), "step": t.step, "group": t.group, "sample": t.sample,
+            "finish_reason": t.finish_reason, "timings": dict(t.timings), "error": thaw(t.error)}
+
+
 class TrajectoryStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
+        # WAL + NORMAL: a commit survives a crash or kill of this process (not a power cut) and
+        # skips the fsync per step that FULL pays (~1 ms a step on the RL hot path)
+        self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
 
     def put_many(self, trajs: Sequence[Trajectory], kind: str = "train") -> None:
         rows = [(kind, t.step, t.group, t.sample, t.task_id, t.task_version, t.domain, t.reward,
                  int(bool(t.verify and t.verify.passed)), t.verify.status if t.verify else None, t.weights_version,
-                 t.finish_reason, t.error.boundary if t.error else None, json.dumps(thaw(t)))
+                 t.finish_reason, t.error.boundary if t.error else None, json.dumps(traj_to_dict(t)))
                 for t in trajs]
         with self.db:
             self.db.execute("BEGIN")

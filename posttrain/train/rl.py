@@ -79,7 +79,8 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
         engine = build_remote_engine(cfg, model, tok)
     else:
         engine = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99))
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99),
+                            foreach=True)  # CPU defaults to a per-tensor loop
     warm = max(1, cfg.rl.warmup_steps)
     lr_sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
     ref = copy.deepcopy(model).eval() if cfg.rl.kl_coef > 0 else None

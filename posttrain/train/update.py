@@ -18,6 +18,7 @@ from posttrain.config import RLConfig
 from posttrain.registry import registry
 from posttrain.train.batching import pack_trajectories, token_logprobs
 from posttrain.train.losses import entropy_from_logits
+from posttrain.train.shared_prefix import can_share, share_prefixes
 from posttrain.errors import PosttrainError
 from posttrain.types import Trajectory
 
@@ -38,13 +39,21 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
         for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
             tb = pack_trajectories(sub, pad_id)
-            logp, logits = token_logprobs(model, tb.input_ids, tb.attention_mask, with_logits=True,
-                                          **tb.model_inputs)  # [b, L-1]
+            # a group's prompt computed once (shared_prefix.py); the plain layout otherwise
+            sb = share_prefixes(sub, tb.loss_mask.shape[1], pad_id) \
+                if cfg.share_prefix and can_share(model, tb.model_inputs) else None
+            if sb is not None:
+                logp, ent_tok = sb.logprobs(model)  # [b, L-1] each
+            else:
+                logp, logits = token_logprobs(model, tb.input_ids, tb.attention_mask, with_logits=True,
+                                              **tb.model_inputs)  # [b, L-1]
+                ent_tok = None
             loss, st = loss_fn(logp, tb.old_logp, adv[mb], tb.loss_mask, clip_eps=cfg.clip_eps,
                                clip_eps_high=cfg.clip_eps_high, max_tokens=cfg.max_new_tokens)
             if kl_fn is not None:
                 with torch.no_grad():
-                    ref_logp, _ = token_logprobs(ref_model, tb.input_ids, tb.attention_mask, **tb.model_inputs)
+                    ref_logp = sb.logprobs(ref_model)[0] if sb is not None else \
+                        token_logprobs(ref_model, tb.input_ids, tb.attention_mask, **tb.model_inputs)[0]
                 kl = (kl_fn(logp, ref_logp) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 loss = loss + cfg.kl_coef * kl
                 st["kl"] = float(kl)
@@ -56,7 +65,8 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
             gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             opt.step()
             with torch.no_grad():
-                ent = (entropy_from_logits(logits) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
+                ent_tok = entropy_from_logits(logits) if ent_tok is None else ent_tok
+                ent = (ent_tok * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 mismatch = ((logp - tb.old_logp).abs() * tb.loss_mask).max()
             for k, v in {"loss": float(loss.detach()), "grad_norm": float(gnorm), "entropy": float(ent),
                          "logprob_mismatch": float(mismatch), **st}.items():

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from posttrain.registry import build
 from posttrain.sandbox.protocol import Sandbox
 from posttrain.types import Task, Trajectory, TrajError, VerifyResult
 from posttrain.verifiers.base import VerifyContext
 from posttrain.verifiers.rules import format_violation
+
+
+async def _within(coro: Any, seconds: float) -> Any:
+    """`await coro` under a deadline. asyncio.timeout (3.11+) cancels in place; wait_for wraps the
+    coroutine in a new Task, which cost ~20 us per verification, a tenth of a cheap check."""
+    if hasattr(asyncio, "timeout"):
+        async with asyncio.timeout(seconds):
+            return await coro
+    return await asyncio.wait_for(coro, seconds)
 
 
 class VerifierRunner:
@@ -57,7 +66,7 @@ class VerifierRunner:
             self.stats["calls"] += 1
             async with self.sem:
                 try:
-                    result = await asyncio.wait_for(self.verifier_for(task)(task, traj, self.ctx), task.limits.timeout_s)
+                    result = await _within(self.verifier_for(task)(task, traj, self.ctx), task.limits.timeout_s)
                 except asyncio.TimeoutError:
                     result = VerifyResult.infra(f"verifier timed out after {task.limits.timeout_s}s")
                 except Exception as e:  # a verifier bug is an infra error, not the model's fault
