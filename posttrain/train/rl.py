@@ -87,7 +87,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     st = RLState(cfg, run_dir, model, tok, engine, opt, lr_sched, sched,
                  VerifierRunner(sandbox, concurrency=max(2, cfg.sandbox.concurrency or 4), retries=cfg.sandbox.retries,
                                 format_weight=cfg.rl.format_weight),
-                 TrajectoryStore(run_dir / "trajectories.sqlite"), MetricsLog(run_dir),
+                 TrajectoryStore(run_dir / "trajectories.sqlite", background=True), MetricsLog(run_dir),
                  list(train_tasks), list(eval_tasks), ref)
     if ckpt is not None:
         ts = load_trainer_state(ckpt)
@@ -203,6 +203,7 @@ def save(st: RLState, step: int) -> None:
              "version": st.version}
     if st.ref_model is not None:
         state["ref_model"] = st.ref_model.state_dict()
+    st.store.flush()  # a checkpoint never names a step whose trajectories are still queued
     save_checkpoint(st.run_dir, step, st.model, st.tok, state, keep=st.cfg.rl.keep_checkpoints)
 
 

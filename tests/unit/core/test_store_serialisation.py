@@ -27,3 +27,26 @@ def test_store_round_trips_a_trajectory(tmp_path):
     store = TrajectoryStore(tmp_path / "t.sqlite")
     store.put_many([rich()])
     assert list(store.iter()) == [traj_from_dict(thaw(rich()))] and list(store.iter())[0] == rich()
+
+
+def test_background_writes_are_visible_after_flush_and_reads(tmp_path):
+    import dataclasses
+
+    store = TrajectoryStore(tmp_path / "t.sqlite", background=True)
+    store.put_many([dataclasses.replace(rich(), sample=k) for k in range(50)])
+    assert store.count() == 50  # a read waits for the queued write
+    store.close()
+    again = TrajectoryStore(tmp_path / "t.sqlite")
+    assert again.count() == 50
+
+
+def test_a_failed_background_write_is_raised_naming_the_store(tmp_path):
+    import pytest
+
+    from posttrain.store.trajectories import StoreError
+
+    store = TrajectoryStore(tmp_path / "t.sqlite", background=True)
+    store.put_many([object()])  # not a trajectory: the writer thread fails
+    with pytest.raises(StoreError, match="t.sqlite"):
+        store.flush()
+    store.close()
