@@ -192,6 +192,8 @@ class ClusterConfig(Section):
     rollout_workers: int = 2  # actors holding `fast` engines
     worker_cpus: float = 1.0  # Ray CPUs (and torch threads) per rollout worker
     staleness: int = 0  # a worker more than this many weight versions behind is refreshed before work
+    weight_sync: str = "object_store"  # or "collective": torch.distributed broadcast (needs staleness 0)
+    collective_backend: str = "auto"  # auto -> nccl with CUDA, else gloo
     pool_concurrency: int = 0  # sandbox slots per node; 0 -> the node's CPUs
     warm_slots: int = 0  # warm sandbox slots each pool starts before its first request
     start_jitter_s: float = 1.0  # pool start-ups spread over this window

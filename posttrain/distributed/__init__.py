@@ -38,8 +38,20 @@ def build_remote_engine(cfg: Any, model: Any, tok: Any) -> Any:
     """A `RemoteEngine` over cfg.cluster.rollout_workers actors holding cfg.engine.name engines."""
     from posttrain.distributed.placement import connect, start_workers
     from posttrain.distributed.remote_engine import RemoteEngine
+    from posttrain.errors import ConfigError
 
-    connect(cfg.cluster.address)
-    workers = start_workers(cfg.cluster, model, tok, cfg.engine.name, dict(cfg.engine.args))
-    return RemoteEngine(workers, cfg.cluster.staleness, cfg.cluster.generate_timeout_s,
-                        cfg.engine.args.get("dtype"), cfg.cluster.max_resubmits)
+    c = cfg.cluster
+    if c.weight_sync not in ("object_store", "collective"):
+        raise ConfigError(f"cluster.weight_sync must be object_store or collective, got {c.weight_sync!r}")
+    if c.weight_sync == "collective" and c.staleness != 0:
+        raise ConfigError("cluster.weight_sync=collective needs cluster.staleness=0 (a broadcast reaches every "
+                          f"worker at once), got cluster.staleness={c.staleness}")
+    connect(c.address)
+    workers = start_workers(c, model, tok, cfg.engine.name, dict(cfg.engine.args))
+    collective = None
+    if c.weight_sync == "collective":
+        from posttrain.distributed.collective import Broadcaster
+
+        collective = Broadcaster.create([h for _, h in workers], c.collective_backend, c.call_timeout_s)
+    return RemoteEngine(workers, c.staleness, c.generate_timeout_s, cfg.engine.args.get("dtype"), c.max_resubmits,
+                        collective)

@@ -11,6 +11,10 @@ With `staleness=0` `load_weights` waits for every worker. With `staleness=k` it 
 at once, and a worker more than k versions behind is brought up to date (its install
 waited for, or a fresh one pushed) before it is given work.
 
+With a `collective` (collective.py, `cluster.weight_sync=collective`), the state is
+broadcast over torch.distributed instead (NCCL on GPUs, gloo on CPUs); a group that loses a
+member is broken for good and syncs fall back to the object store.
+
 Faults: a worker whose actor or node dies is dropped and its share of the batch is
 resubmitted to another worker (brought up to date first); requests carry their own seeds,
 so a resubmitted request samples the same way. With no worker left, `generate` raises
@@ -45,9 +49,14 @@ class Worker:
 
 class RemoteEngine:
     def __init__(self, workers: Sequence[tuple[str, Any]], staleness: int = 0, timeout_s: float = 600.0,
-                 dtype: str | None = None, max_resubmits: int = 3) -> None:
+                 dtype: str | None = None, max_resubmits: int = 3, collective: Any = None) -> None:
         if staleness < 0:
             raise ValueError(f"staleness must be >= 0, got {staleness}")
+        if collective is not None and staleness != 0:
+            raise ValueError("cluster.weight_sync=collective needs cluster.staleness=0: a broadcast reaches every "
+                             "worker at once, so no worker can be refreshed on its own")
+        self.collective = collective  # a collective.Broadcaster, or None: the object store
+        self.collective_broken = ""
         self.workers = [Worker(n, h) for n, h in workers]
         self.staleness, self.timeout_s, self.dtype, self.max_resubmits = staleness, timeout_s, dtype, max_resubmits
         self.weights_version = 0
@@ -67,12 +76,13 @@ class RemoteEngine:
         cpu = {k: v.detach().to("cpu") for k, v in state.items()}
         man = manifest(cpu, version, getattr(torch, self.dtype) if self.dtype else None)
         t1 = time.perf_counter()
-        ref = ray.put(cpu)  # once: every worker pulls the same object
-        self._latest = (ref, version, man)
         self.weights_version = version
+        if not self._broadcast(cpu, version, man):
+            ref = ray.put(cpu)  # once: every worker pulls the same object
+            self._latest = (ref, version, man)
+            for w in self._alive():
+                w.pending = (version, w.handle.load_weights.remote(ref, version, man))
         t2 = time.perf_counter()
-        for w in self._alive():
-            w.pending = (version, w.handle.load_weights.remote(ref, version, man))
         installs = [self._finish(w) for w in self._alive()] if self.staleness == 0 else []
         self.last_sync = {"digest_s": t1 - t0, "put_s": t2 - t1, "total_s": time.perf_counter() - t0,
                           "install_max_s": max((i for i in installs if i is not None), default=0.0)}
@@ -81,6 +91,26 @@ class RemoteEngine:
         if not self._alive():
             raise ClusterError(self._none_left())
         return self.last_sync
+
+    def _broadcast(self, cpu: Mapping[str, Any], version: int, man: dict) -> bool:
+        """Send by collective when the group is whole; False -> the caller uses the object store."""
+        if self.collective is None:
+            return False
+        if not all(w.alive for w in self.workers):  # a collective cannot skip a dead member
+            self._break("a rollout worker is gone: " + ", ".join(w.name for w in self.workers if not w.alive))
+            return False
+        try:
+            refs = self.collective.broadcast(cpu, version, man)
+        except Exception as e:  # noqa: BLE001 - a peer died or timed out mid-broadcast
+            self._break(f"broadcast failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+            return False
+        for w, ref in zip(self.workers, refs):
+            w.pending = (version, ref)
+        return True
+
+    def _break(self, why: str) -> None:
+        log.warning("weight broadcast group broken (%s); weights go through the object store from now on", why)
+        self.collective, self.collective_broken = None, why
 
     def _finish(self, w: Worker) -> float | None:
         """Wait for w's pending install; returns its install seconds (None if it died)."""
@@ -186,6 +216,7 @@ class RemoteEngine:
 
     def cluster_metrics(self) -> dict[str, float]:
         out = {f"cluster/sync/{k}": v for k, v in self.last_sync.items()}
+        out["cluster/sync/collective"] = float(self.collective is not None)  # 0: object store (or broken group)
         out.update({"cluster/rollout/workers_alive": len(self._alive()), "cluster/rollout/max_lag": self.max_lag,
                     "cluster/rollout/resubmitted": self.resubmitted})
         for w in self.workers:

@@ -5,7 +5,8 @@
     outs = ray.get(w.generate.remote(requests))
 
 Weights arrive as one object-store reference shared by every worker (the driver puts the
-state once; each node pulls it once). The engine's own `load_weights` verifies every
+state once; each node pulls it once), or, with `cluster.weight_sync=collective`, through a
+torch.distributed broadcast from the driver (`join_group` once, then `recv_weights`). The engine's own `load_weights` verifies every
 tensor against the trainer's manifest (rollout/weight_sync.py) and raises naming the
 tensor on any mismatch, so a corrupted transfer never generates.
 """
@@ -42,6 +43,24 @@ class RolloutWorker:
         if rep is not None and hasattr(rep, "verify_s"):
             out.update(copy_s=rep.copy_s, verify_s=rep.verify_s, bytes=rep.bytes, tensors=rep.tensors)
         return out
+
+    def join_group(self, host: str, port: int, rank: int, world: int, backend: str, timeout_s: float) -> int:
+        """Join the driver's weight-broadcast group (collective.py); returns once all have joined."""
+        from posttrain.distributed.collective import make_group
+
+        self._pg, self._backend = make_group(host, port, rank, world, backend, timeout_s), backend
+        return rank
+
+    def recv_weights(self, layout: list, version: int, manifest: Mapping[str, str] | None) -> dict:
+        """Receive one broadcast sync and install it (verified against `manifest`)."""
+        from posttrain.distributed.collective import broadcast_buffers, empty_buffers, unflatten
+
+        t0 = time.perf_counter()
+        bufs = empty_buffers(layout, "cuda" if self._backend == "nccl" else "cpu")
+        broadcast_buffers(self._pg, bufs)
+        recv_s = time.perf_counter() - t0
+        out = self.load_weights(unflatten(layout, bufs), version, manifest)
+        return {**out, "recv_s": recv_s}
 
     def generate(self, requests: Sequence[Any]) -> tuple[int, list[Any]]:
         """(weights version used, completions): the driver checks the version it got."""

@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+import torch
 
 ray = pytest.importorskip("ray")
 
@@ -76,14 +77,34 @@ def test_dispatcher_spreads_load_by_free_capacity(cluster):
     assert sum(done.values()) == 7 and done["pt_node_b"] >= 2
 
 
-def _wait_node_dead(name: str, timeout_s: float) -> float:
+def _node_id(name: str) -> str:
+    """The id of the alive node carrying custom resource `name` (a dead node's resources read empty)."""
+    return next(n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(name))
+
+
+def _wait_node_dead(node_id: str, timeout_s: float) -> float:
     t0 = time.time()
     while time.time() - t0 < timeout_s:
-        nodes = [n for n in ray.nodes() if n.get("Resources", {}).get(name) or name in str(n.get("NodeName", ""))]
-        if nodes and not any(n["Alive"] for n in nodes):
+        if not any(n["Alive"] for n in ray.nodes() if n["NodeID"] == node_id):
             return time.time() - t0
         time.sleep(0.5)
-    raise AssertionError(f"the GCS never declared {name} dead within {timeout_s}s")
+    raise AssertionError(f"the GCS never declared node {node_id[:8]} dead within {timeout_s}s")
+
+
+def _wait_actors_gone(handles, timeout_s: float) -> float:
+    """Until a call to each actor fails: the GCS may mark the node dead a moment before the
+    driver learns that the node's actors died with it."""
+    t0 = time.time()
+    for h in handles:
+        while True:
+            try:
+                ray.get(h.info.remote(), timeout=5)
+            except Exception:  # noqa: BLE001 - any failure: the actor is unreachable
+                break
+            if time.time() - t0 > timeout_s:
+                raise AssertionError(f"an actor on the dead node still answers after {timeout_s}s")
+            time.sleep(0.5)
+    return time.time() - t0
 
 
 def _run_rl(cfg, run_dir, kill=None):
@@ -100,13 +121,18 @@ def _run_rl(cfg, run_dir, kill=None):
         orig = st.engine.generate
 
         def generate(reqs):  # step 1: kill the node's raylet while its share of the batch is in flight
-            if st.step == 1 and not kill.get("pid"):
-                threading.Timer(0.3, lambda: kill.update(pid=kill["cluster"].kill_raylet("pt_node_b"))).start()
-            if st.step == 2 and kill.get("pid"):
+            if st.step == 1 and "timer" not in kill:
+                kill["node_id"] = _node_id("pt_node_b")
+                kill["timer"] = threading.Timer(0.3, lambda: kill.update(pid=kill["cluster"].kill_raylet("pt_node_b")))
+                kill["timer"].start()
+            if st.step == 2 and "timer" in kill:
+                kill["timer"].join()  # the kill has landed (mid-step 1, or during its update if step 1 was quick)
                 # A raylet's workers can keep answering direct calls until the GCS declares the
                 # node dead (health checks: ~10 s here); a tiny step is shorter than that, so
                 # step 2 waits for the verdict the way a real run's later steps would meet it.
-                kill["dead_after_s"] = _wait_node_dead("pt_node_b", 60)
+                kill["dead_after_s"] = _wait_node_dead(kill["node_id"], 60)
+                kill["gone_after_s"] = _wait_actors_gone([w.handle for w in st.engine.workers
+                                                          if w.name.startswith("pt_node_b")], 60)
             return orig(reqs)
 
         st.engine.generate = generate
@@ -129,6 +155,33 @@ def test_rl_run_on_remote_actors(cluster, tmp_path):
     assert last["weights_version"] == 2 and last["time/sync_s"] > 0 and "cluster/sync/put_s" in last
     execs = sum(v for k, v in last.items() if k.startswith("cluster/sandbox/") and k.endswith("/executions"))
     assert execs > 0 and last["cluster/sandbox/pools_alive"] == 2  # sandboxes ran on the remote pools
+
+
+def test_collective_weight_sync_installs_verified_weights_then_falls_back_when_a_worker_dies(cluster, tmp_path):
+    from posttrain.distributed import build_remote_engine
+    from posttrain.models.tiny import build_tiny
+    from posttrain.rollout.engine import GenRequest, SamplingParams
+
+    cfg = _cfg(cluster, tmp_path, **{"cluster.weight_sync": "collective", "cluster.call_timeout_s": 15})
+    model, tok = build_tiny()
+    eng = build_remote_engine(cfg, model, tok)
+    try:
+        assert eng.collective is not None and eng.collective.backend == "gloo"
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.01)  # new weights, so an install that did nothing would fail the manifest check
+        eng.load_weights(model.state_dict(), 1)
+        assert [w.version for w in eng.workers] == [1, 1]
+        assert eng.cluster_metrics()["cluster/sync/collective"] == 1.0
+        outs = eng.generate([GenRequest((1, 2, 3), SamplingParams(temperature=0.0, max_new_tokens=4, n=4))])
+        assert len(outs) == 4 and all(o.finish_reason != "error" for o in outs)
+        ray.kill(eng.workers[1].handle, no_restart=True)
+        eng.load_weights(model.state_dict(), 2)  # the group lost a member: this and later syncs use the object store
+        alive = [w for w in eng.workers if w.alive]
+        assert [w.version for w in alive] == [2] and eng.collective is None and eng.collective_broken
+        assert eng.cluster_metrics()["cluster/sync/collective"] == 0.0
+    finally:
+        eng.close()
 
 
 def test_node_killed_mid_step_run_completes_exactly_once(cluster, tmp_path):
