@@ -196,4 +196,6 @@ def test_node_killed_mid_step_run_completes_exactly_once(cluster, tmp_path):
     last = st.metrics.read()[-1]
     dead = [w for w in st.engine.workers if not w.alive]
     assert [w.name.split("/")[0] for w in dead] == ["pt_node_b"] and last["cluster/rollout/workers_alive"] == 1
+    # step 2's first call to the dead node was its share of the generation: resubmitted to node a
+    assert last["cluster/rollout/resubmitted"] >= 1
     assert last["weights_version"] == 3 and time.time() - t0 < 600
