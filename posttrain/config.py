@@ -140,6 +140,7 @@ class RLConfig(Section):
     update_epochs: int = 1
     minibatches: int = 1
     share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
+    dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)
     max_grad_norm: float = 1.0
     format_weight: float = 0.0  # extra reward weight of the format rule (gated anyway)
     eval_every: int = 0

@@ -27,6 +27,47 @@ class NonFiniteLoss(PosttrainError, RuntimeError):
     """A NaN/inf loss: the run stops (printed as one line) and keeps its last good checkpoint."""
 
 
+def unique_samples(trajs: Sequence[Trajectory]) -> tuple[list[Trajectory], torch.Tensor]:
+    """The distinct samples (same task, prompt and turns, token for token) and, for each input,
+    the index of its distinct copy: [b]. A low-entropy policy repeats itself; a GRPO group of 8
+    held ~4 distinct answers in the trainer benchmark."""
+    seen: dict[tuple, int] = {}
+    uniq: list[Trajectory] = []
+    inv = []
+    for t in trajs:
+        key = (t.task_version, t.prompt_ids, tuple((x.role, x.trainable, x.token_ids) for x in t.turns))
+        if key not in seen:
+            seen[key] = len(uniq)
+            uniq.append(t)
+        inv.append(seen[key])
+    return uniq, torch.tensor(inv, dtype=torch.long)
+
+
+def policy_logprobs(model: Any, sub: Sequence[Trajectory], tb: Any, pad_id: int,
+                    cfg: RLConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log p, entropy) of every token of `sub` under `model`, both [b, L-1] in `tb`'s layout.
+
+    Identical samples are computed once and indexed back out (`rl.dedup_samples`): their
+    logprobs are the same numbers, and indexing sums their gradients exactly as separate rows
+    would. A group's prompt is computed once (`rl.share_prefix`, shared_prefix.py). Image
+    inputs take the plain layout, one row per sample."""
+    if tb.model_inputs:
+        logp, logits = token_logprobs(model, tb.input_ids, tb.attention_mask, with_logits=True, **tb.model_inputs)
+        with torch.no_grad():
+            return logp, entropy_from_logits(logits)
+    uniq, inv = unique_samples(sub) if cfg.dedup_samples else (list(sub), torch.arange(len(sub)))
+    T = tb.loss_mask.shape[1]
+    sb = share_prefixes(uniq, T, pad_id) if cfg.share_prefix and can_share(model, {}) else None
+    if sb is not None:
+        lu, eu = sb.logprobs(model)  # [u, T]
+    else:
+        tu = tb if len(uniq) == len(sub) else pack_trajectories(uniq, pad_id)  # same width: same longest sample
+        lu, logits = token_logprobs(model, tu.input_ids, tu.attention_mask, with_logits=True)
+        with torch.no_grad():
+            eu = entropy_from_logits(logits)
+    return lu[inv], eu[inv]
+
+
 def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajectory], adv: torch.Tensor,
                   cfg: RLConfig, pad_id: int, ref_model: Any | None = None) -> dict[str, float]:
     loss_fn = registry("loss").get(cfg.loss)
@@ -39,21 +80,12 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
         for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
             tb = pack_trajectories(sub, pad_id)
-            # a group's prompt computed once (shared_prefix.py); the plain layout otherwise
-            sb = share_prefixes(sub, tb.loss_mask.shape[1], pad_id) \
-                if cfg.share_prefix and can_share(model, tb.model_inputs) else None
-            if sb is not None:
-                logp, ent_tok = sb.logprobs(model)  # [b, L-1] each
-            else:
-                logp, logits = token_logprobs(model, tb.input_ids, tb.attention_mask, with_logits=True,
-                                              **tb.model_inputs)  # [b, L-1]
-                ent_tok = None
+            logp, ent_tok = policy_logprobs(model, sub, tb, pad_id, cfg)  # [b, L-1] each
             loss, st = loss_fn(logp, tb.old_logp, adv[mb], tb.loss_mask, clip_eps=cfg.clip_eps,
                                clip_eps_high=cfg.clip_eps_high, max_tokens=cfg.max_new_tokens)
             if kl_fn is not None:
                 with torch.no_grad():
-                    ref_logp = sb.logprobs(ref_model)[0] if sb is not None else \
-                        token_logprobs(ref_model, tb.input_ids, tb.attention_mask, **tb.model_inputs)[0]
+                    ref_logp = policy_logprobs(ref_model, sub, tb, pad_id, cfg)[0]
                 kl = (kl_fn(logp, ref_logp) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 loss = loss + cfg.kl_coef * kl
                 st["kl"] = float(kl)
@@ -65,7 +97,6 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
             gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             opt.step()
             with torch.no_grad():
-                ent_tok = entropy_from_logits(logits) if ent_tok is None else ent_tok
                 ent = (ent_tok * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 mismatch = ((logp - tb.old_logp).abs() * tb.loss_mask).max()
             for k, v in {"loss": float(loss.detach()), "grad_norm": float(gnorm), "entropy": float(ent),
