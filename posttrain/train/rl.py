@@ -36,6 +36,8 @@ from posttrain.schedule import Scheduler
 from posttrain.store.metrics import MetricsLog
 from posttrain.store.trajectories import TrajectoryStore
 from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint, set_rng_state
+from posttrain.train.lora import export_model, prepare_model, trainable_parameters
+from posttrain.train.rl_model import adapter_state, load_adapter_state, plain_state
 from posttrain.train.update import NonFiniteLoss, update_policy
 from posttrain.types import Task, Trajectory
 from posttrain.verifiers.run import VerifierRunner
@@ -69,7 +71,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     sched = Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.policy, seed=cfg.seed,
                       **cfg.schedule.args)
     ckpt = latest_checkpoint(run_dir) if resume else None
-    if ckpt is not None:
+    if ckpt is not None and cfg.trainer.lora is None:  # with LoRA the caller's model is the (unchanged) base
         from posttrain.models import load_policy
 
         model, tok = load_policy(ckpt)
@@ -79,11 +81,12 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
         engine = build_remote_engine(cfg, model, tok)
     else:
         engine = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99),
+    ref = copy.deepcopy(model).eval() if cfg.rl.kl_coef > 0 else None  # the plain base, before any LoRA
+    model = prepare_model(model, cfg.trainer)  # trainer: LoRA / gradient checkpointing (rl_model.py)
+    opt = torch.optim.AdamW(trainable_parameters(model), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99),
                             foreach=True)  # CPU defaults to a per-tensor loop
     warm = max(1, cfg.rl.warmup_steps)
     lr_sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
-    ref = copy.deepcopy(model).eval() if cfg.rl.kl_coef > 0 else None
     st = RLState(cfg, run_dir, model, tok, engine, opt, lr_sched, sched,
                  VerifierRunner(sandbox, concurrency=max(2, cfg.sandbox.concurrency or 4), retries=cfg.sandbox.retries,
                                 format_weight=cfg.rl.format_weight),
@@ -98,7 +101,9 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
         st.step, st.version = ts["step"] + 1, ts["version"]
         if ref is not None and "ref_model" in ts:
             ref.load_state_dict(ts["ref_model"])
-        st.engine.load_weights(st.model.state_dict(), st.version)
+        if ts.get("lora") is not None:
+            load_adapter_state(st.model, ts["lora"])
+        st.engine.load_weights(plain_state(st.model), st.version)
         st.store.truncate_after(ts["step"])
         st.metrics.truncate_after(ts["step"])
     elif resume:  # interrupted before the first checkpoint: start RL over, keep nothing half-done
@@ -132,7 +137,7 @@ def sync_weights(st: RLState) -> float:
     """Push the trainer's weights to the engine as a new version; returns seconds spent."""
     t0 = time.perf_counter()
     st.version += 1
-    st.engine.load_weights({k: v.detach() for k, v in st.model.state_dict().items()}, st.version)
+    st.engine.load_weights(plain_state(st.model), st.version)  # LoRA merged in, read-only
     return time.perf_counter() - t0
 
 
@@ -161,7 +166,7 @@ async def rl_step(st: RLState) -> dict[str, float]:
     stats: dict[str, float] = {}
     if learn:
         stats = update_policy(st.model, st.opt, [flat[i] for i in learn], adv[learn], cfg, st.tok.pad_token_id,
-                              st.ref_model)
+                              st.ref_model, st.cfg.trainer)
         st.lr_sched.step()
     t_upd = time.perf_counter()
     sync_s = sync_weights(st)
@@ -203,8 +208,9 @@ def save(st: RLState, step: int) -> None:
              "version": st.version}
     if st.ref_model is not None:
         state["ref_model"] = st.ref_model.state_dict()
+    state["lora"] = adapter_state(st.model)  # None without LoRA
     st.store.flush()  # a checkpoint never names a step whose trajectories are still queued
-    save_checkpoint(st.run_dir, step, st.model, st.tok, state, keep=st.cfg.rl.keep_checkpoints)
+    save_checkpoint(st.run_dir, step, export_model(st.model), st.tok, state, keep=st.cfg.rl.keep_checkpoints)
 
 
 async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = None) -> RLState:

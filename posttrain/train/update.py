@@ -9,6 +9,7 @@ the names in `cfg` (`rl.loss`, `rl.kl_estimator`); this file has no algorithm sw
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any, Sequence
 
@@ -69,7 +70,10 @@ def policy_logprobs(model: Any, sub: Sequence[Trajectory], tb: Any, pad_id: int,
 
 
 def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajectory], adv: torch.Tensor,
-                  cfg: RLConfig, pad_id: int, ref_model: Any | None = None) -> dict[str, float]:
+                  cfg: RLConfig, pad_id: int, ref_model: Any | None = None, tcfg: Any = None) -> dict[str, float]:
+    """`tcfg` (the run's `trainer:` section) switches on bf16 autocast where configured."""
+    from posttrain.train.lora import autocast
+
     loss_fn = registry("loss").get(cfg.loss)
     kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ref_model is not None else None
     model.train()
@@ -80,7 +84,9 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
         for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
             tb = pack_trajectories(sub, pad_id)
-            logp, ent_tok = policy_logprobs(model, sub, tb, pad_id, cfg)  # [b, L-1] each
+            with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():
+                logp, ent_tok = policy_logprobs(model, sub, tb, pad_id, cfg)  # [b, L-1] each
+            logp = logp.float()
             loss, st = loss_fn(logp, tb.old_logp, adv[mb], tb.loss_mask, clip_eps=cfg.clip_eps,
                                clip_eps_high=cfg.clip_eps_high, max_tokens=cfg.max_new_tokens)
             if kl_fn is not None:

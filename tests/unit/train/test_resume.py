@@ -109,3 +109,62 @@ def test_nan_loss_stops_with_last_good_checkpoint_and_names_step_and_batch(tmp_p
     assert list_checkpoints(tmp_path) == [0, 1]  # nothing written from the poisoned step
     assert [r["step"] for r in st.metrics.read()] == [0, 1]
     st.metrics.close(), st.store.close()
+
+
+def _lora_overrides(steps):
+    return [*_OVERRIDES(steps), "trainer.lora={r: 4, alpha: 8, dropout: 0.0, target_modules: [q_proj, v_proj]}"]
+
+
+@pytest.mark.slow
+def test_lora_rl_trains_only_the_adapter_and_resumes_bitwise(tmp_path, setup):
+    from posttrain.train.rl import build_state, train_rl
+    from posttrain.train.rl_model import plain_state
+
+    model, tok, train = setup
+
+    def run(run_dir, steps, resume=False):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        st = build_state(load_config(None, _lora_overrides(steps)), run_dir, copy.deepcopy(model), tok, train,
+                         train[:2], None, resume=resume)
+        asyncio.run(train_rl(st))
+        rows = st.metrics.read()
+        st.metrics.close(), st.store.close()
+        return rows, st
+
+    full, st_full = run(tmp_path / "a", 4)
+    run(tmp_path / "b", 2)
+    resumed, st_res = run(tmp_path / "b", 4, resume=True)
+    for k in ("train/loss", "train/grad_norm", "reward/mean"):
+        assert [r.get(k) for r in full] == [r.get(k) for r in resumed], k
+    merged = plain_state(st_full.model)
+    assert all(torch.equal(a, b) for a, b in zip(merged.values(), plain_state(st_res.model).values()))
+    base = model.state_dict()
+    changed = [k for k in base if not torch.equal(base[k], merged[k])]
+    assert changed and all(k.endswith(("q_proj.weight", "v_proj.weight")) for k in changed)  # only adapted layers
+    # the engine generates with the merged weights, and the checkpoint is a plain HF model of them
+    from posttrain.models import load_policy
+    from posttrain.train.checkpoint import latest_checkpoint
+
+    ck, _ = load_policy(latest_checkpoint(tmp_path / "a"))
+    assert all(torch.allclose(ck.state_dict()[k], merged[k], atol=1e-6) for k in merged)
+
+
+@pytest.mark.slow
+def test_gradient_checkpointing_in_rl_gives_the_same_steps(tmp_path, setup):
+    from posttrain.train.rl import build_state, train_rl
+
+    model, tok, train = setup
+
+    def rows(run_dir, extra):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        st = build_state(load_config(None, [*_OVERRIDES(2), *extra]), run_dir, copy.deepcopy(model), tok, train,
+                         train[:2], None)
+        asyncio.run(train_rl(st))
+        out = st.metrics.read()
+        st.metrics.close(), st.store.close()
+        return out
+
+    plain = rows(tmp_path / "a", [])
+    ckpt = rows(tmp_path / "b", ["trainer.gradient_checkpointing=true"])
+    for k in ("train/loss", "reward/mean"):
+        assert [r[k] for r in plain] == pytest.approx([r[k] for r in ckpt], abs=1e-6), k
