@@ -79,7 +79,7 @@ def headline(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     cfg = load_config(None, [f"model.tiny.max_position_embeddings=512", f"rl.prompts_per_step={args.prompts}",
                              f"rl.group_size={args.group}", f"rl.lr={args.lr}", "rl.checkpoint_every=0",
-                             f"seed={args.seed}", "engine.name=fast"])
+                             f"seed={args.seed}", "engine.name=fast", f"rl.temperature={args.temperature}"])
     t0 = time.perf_counter()
     model, tok = build_tiny(cfg.model.tiny, seed=args.seed)
     train = product_tasks(args.n_train, args.seed)
@@ -215,6 +215,7 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=16)
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--temperature", type=float, default=1.0, help="RL rollout temperature (exploration)")
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--n-eval", type=int, default=200)
     p.add_argument("--out", default="runs/agent_bench")

@@ -68,3 +68,13 @@ def test_session_tools_without_a_session_say_so():
     obs = run(execute(get_tool("bash"), {"command": "ls"}, {}))
     assert obs.result.status == "nonzero_exit" and "no sandbox session" in obs.text
 
+
+
+def test_calculator_garbage_is_an_error_observation_without_parser_warnings():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")  # what would reach the user's console during training
+        obs = run(execute(get_tool("calculator"), {"expression": "1if 2 else 3"}, {}, 5.0))
+    assert obs.result.status != "ok" and "calculator" in obs.text
+    assert not [w for w in seen if issubclass(w.category, SyntaxWarning)]
