@@ -117,6 +117,7 @@ def _lora_overrides(steps):
 
 @pytest.mark.slow
 def test_lora_rl_trains_only_the_adapter_and_resumes_bitwise(tmp_path, setup):
+    pytest.importorskip("peft")  # in the dev extra; skipped only where someone installed without it
     from posttrain.train.rl import build_state, train_rl
     from posttrain.train.rl_model import plain_state
 
