@@ -24,7 +24,9 @@ def _receiver(port: int, layout, q) -> None:
     pg = make_group("127.0.0.1", port, 1, 2, "gloo", 20)
     bufs = empty_buffers(layout)
     broadcast_buffers(pg, bufs)
-    q.put({k: v.clone() for k, v in unflatten(layout, bufs).items()})
+    # plain lists: a tensor sent through a Queue shares its storage by fd, which needs this
+    # process alive until the parent has read it, and this process is about to exit
+    q.put({k: v.tolist() for k, v in unflatten(layout, bufs).items()})
 
 
 def test_gloo_group_broadcasts_a_state_to_another_process():
@@ -41,7 +43,7 @@ def test_gloo_group_broadcasts_a_state_to_another_process():
         got = q.get(timeout=60)
     finally:
         p.join(30)
-    assert all(torch.equal(got[k], state[k]) for k in state)
+    assert all(torch.equal(torch.tensor(got[k]), state[k]) for k in state)
 
 
 def test_collective_with_staleness_is_a_config_error_naming_both_keys():

@@ -47,7 +47,7 @@ def test_dedup_gives_the_same_loss_and_gradients(share):
         logp, ent = policy_logprobs(m, trajs, tb, tok.pad_token_id, cfg)
         loss, _ = loss_fn(logp, tb.old_logp, adv, tb.loss_mask)
         loss.backward()
-        return float(loss), [p.grad for p in m.parameters()], ent
+        return float(loss.detach()), [p.grad for p in m.parameters()], ent
 
     la, ga, ea = run(True)
     lb, gb, eb = run(False)
