@@ -285,6 +285,9 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
     from posttrain.schedule.plots import plot_scheduler
 
     plot_scheduler(run_dir, history)  # the scheduler's page of the run report
+    from posttrain.distributed.plots import plot_cluster  # no Ray: it reads the metrics rows
+
+    plot_cluster(run_dir, history)  # cluster.png, only when the run used a Ray cluster
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     st.metrics.close()
     st.store.close()
