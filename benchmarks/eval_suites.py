@@ -51,10 +51,10 @@ def run_suite(suite: str, model: Path, out: Path) -> dict:
         r = json.loads(line)
         if r["status"] == "infra_error":
             errors[(r["error"] or {}).get("message", r["reason"])[:60]] += 1
-    nan = float("nan")  # --json writes NaN (nothing judged) as null
-    return {"suite": suite, "samples": o["samples"], "pass@1": nan if o["pass@1"] is None else o["pass@1"],
-            "steps": nan if o["steps"] is None else o["steps"], "tokens": nan if o["tokens"] is None else o["tokens"],
-            "infra": o["infra_rate"], "why": errors.most_common(1)[0][0] if errors else "", "wall_s": wall}
+    # --json writes NaN (nothing judged) as null
+    rates = {k: float("nan") if o[k] is None else o[k] for k in ("pass@1", "steps", "tokens")}
+    return {"suite": suite, "samples": o["samples"], **rates, "infra": o["infra_rate"],
+            "why": errors.most_common(1)[0][0] if errors else "", "wall_s": wall}
 
 
 def main() -> None:

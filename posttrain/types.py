@@ -37,11 +37,9 @@ def thaw(value: Any) -> Any:
     t = type(value)
     if t in _PLAIN:  # the common cases first, by exact type: an ABC isinstance check costs ~1 us
         return value
-    if t is dict or t is MappingProxyType:
-        return {k: thaw(v) for k, v in value.items()}
     if t is not type and hasattr(t, "__dataclass_fields__"):
         return {f.name: thaw(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
+    if t is dict or t is MappingProxyType or isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, tuple):
         if all(type(v) in _PLAIN for v in value):  # token ids, logprobs: no per-element recursion

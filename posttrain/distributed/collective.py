@@ -21,6 +21,7 @@ it always does. `gloo` on CPU is what the tests run; `nccl` is the same code on 
 from __future__ import annotations
 
 import datetime
+import math
 import socket
 from typing import Any, Mapping, Sequence
 
@@ -76,10 +77,7 @@ def empty_buffers(layout: Layout, device: Any = "cpu") -> list[Any]:
 
     sizes: dict[str, int] = {}
     for _, shape, dt in layout:
-        n = 1
-        for s in shape:
-            n *= s
-        sizes[dt] = sizes.get(dt, 0) + n
+        sizes[dt] = sizes.get(dt, 0) + math.prod(shape)
     return [torch.empty(n, dtype=getattr(torch, dt), device=device) for dt, n in sizes.items()]
 
 
@@ -90,9 +88,7 @@ def unflatten(layout: Layout, buffers: Sequence[Any]) -> dict[str, Any]:
     buf = dict(zip(order, buffers))
     out = {}
     for name, shape, dt in layout:
-        n = 1
-        for s in shape:
-            n *= s
+        n = math.prod(shape)
         out[name] = buf[dt][at[dt]:at[dt] + n].view(shape)
         at[dt] += n
     return out

@@ -112,7 +112,7 @@ class _NodeBatch:
         except Exception as e:  # noqa: BLE001 - the node's failure is every batch-mate's failure
             for _, _, f in batch:
                 if not f.done():
-                    f.set_exception(type(e)(*e.args) if isinstance(e, (SandboxError, RemoteTimeout)) else e)
+                    f.set_exception(e)
             return
         for (_, _, f), a in zip(batch, answers):
             if f.done():

@@ -14,53 +14,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-
-def _series(rows: Sequence[dict], key: str) -> tuple[list[int], list[float]]:
-    pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
-    return [p[0] for p in pts], [float(p[1]) for p in pts]
+from posttrain.store.metric_pages import four_panels, metric_keys, save_page, series
 
 
 def plot_cluster(run_dir: str | Path, rows: Sequence[dict]) -> Path | None:
     """Write run_dir/cluster.png; None when the rows carry no cluster metrics."""
-    keys = sorted({k for r in rows for k in r})
+    keys = metric_keys(rows)
     if not any(k.startswith("cluster/") for k in keys):
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 6.5), sharex=True)
+    plt, fig, axes = four_panels()
     (tp, qd), (ro, sy) = axes
     for k in keys:
         if k.startswith("cluster/sandbox/") and k.endswith("/exec_per_s"):
-            tp.plot(*_series(rows, k), lw=1, label=k.split("/")[2])
+            tp.plot(*series(rows, k), lw=1, label=k.split("/")[2])
         elif k.startswith("cluster/sandbox/") and k.endswith("/failures"):
-            x, y = _series(rows, k)
+            x, y = series(rows, k)
             if any(y):
                 tp.plot(x, y, lw=1, ls=":", label=f"{k.split('/')[2]} failures")
         elif k.startswith("cluster/rollout/") and k.endswith(("/completions", "/failures")):
             parts = k.split("/")  # cluster/rollout/<node>/<worker>/<what>
-            ro.plot(*_series(rows, k), lw=1, ls="-" if parts[-1] == "completions" else ":",
+            ro.plot(*series(rows, k), lw=1, ls="-" if parts[-1] == "completions" else ":",
                     label=f"{'/'.join(parts[2:-1])} {parts[-1]}")
         elif k.startswith("cluster/sync/") and k.endswith("_s"):
-            sy.plot(*_series(rows, k), lw=1, label=k.removeprefix("cluster/sync/"))
+            sy.plot(*series(rows, k), lw=1, label=k.removeprefix("cluster/sync/"))
     for k, label in (("cluster/sandbox/queue_depth", "queue depth"), ("cluster/sandbox/max_queue_depth", "max so far"),
                      ("cluster/sandbox/pools_alive", "pools alive"), ("cluster/rollout/workers_alive", "workers alive")):
         if k in keys:
-            qd.plot(*_series(rows, k), lw=1, label=label)
+            qd.plot(*series(rows, k), lw=1, label=label)
     titles = ("sandbox executions/s by node (dotted: failures)", "admission queue and live capacity",
               "rollout completions by worker (dotted: failures)", "weight sync (s)")
-    for ax, title in zip((tp, qd, ro, sy), titles):
-        ax.set_title(title, fontsize=9)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-        else:
-            ax.text(0.5, 0.5, "no data in this run", ha="center", va="center", transform=ax.transAxes)
-    for ax in (ro, sy):
-        ax.set_xlabel("RL step")
-    fig.tight_layout()
-    path = Path(run_dir) / "cluster.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_page(plt, fig, axes, titles, Path(run_dir) / "cluster.png", empty="no data in this run")

@@ -25,7 +25,7 @@ from posttrain.rollout.engine import Completion, GenRequest
 from posttrain.types import Task, Trajectory
 
 
-def agent_options(sampling: Mapping[str, Any], seed: int, concurrency: int) -> Any:
+def episode_options(sampling: Mapping[str, Any], seed: int, concurrency: int) -> Any:
     """Greedy or sampled episodes under the suite's temperature/top_p; step limits stay the task's."""
     from posttrain.rollout.agent import AgentOptions
 
@@ -38,7 +38,7 @@ async def run_episodes(engine: Any, tok: Any, tasks: Sequence[Task], sampling: M
     """One scored episode per task (trajs[i] is tasks[i]'s), through the real agent loop."""
     from posttrain.rollout.agent import rollout_agent
 
-    return await rollout_agent(engine, tok, tasks, agent_options(sampling, seed, concurrency), sandbox=sandbox,
+    return await rollout_agent(engine, tok, tasks, episode_options(sampling, seed, concurrency), sandbox=sandbox,
                                verifier_runner=verifier)
 
 

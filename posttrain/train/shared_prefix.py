@@ -55,9 +55,10 @@ class SharedBatch:
         return logp, torch.zeros(n, dtype=ent.dtype).scatter(0, self.out, ent.detach()).view(self.shape)
 
 
-def can_share(model: Any, model_inputs: dict) -> bool:
+def can_share(model: Any) -> bool:
+    """True when the model's attention honours a custom 4D mask (image inputs: the caller's check)."""
     impl = getattr(getattr(model, "config", None), "_attn_implementation", None) or "eager"
-    return not model_inputs and impl in MASK_SAFE_ATTENTION
+    return impl in MASK_SAFE_ATTENTION
 
 
 def _tail(t: Trajectory) -> list[int]:

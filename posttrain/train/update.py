@@ -44,29 +44,42 @@ def unique_samples(trajs: Sequence[Trajectory]) -> tuple[list[Trajectory], torch
     return uniq, torch.tensor(inv, dtype=torch.long)
 
 
+class SampleLayout:
+    """How a minibatch's samples reach the model, built once and used for the policy and the
+    reference alike: identical samples computed once and indexed back out (`rl.dedup_samples`:
+    their logprobs are the same numbers, and indexing sums their gradients exactly as separate
+    rows would); a group's prompt computed once (`rl.share_prefix`, shared_prefix.py); image
+    inputs in the plain layout, one row per sample."""
+
+    def __init__(self, model: Any, sub: Sequence[Trajectory], tb: Any, pad_id: int, cfg: RLConfig) -> None:
+        self.tb, self.sb, self.tu = tb, None, tb
+        self.inv = torch.arange(len(sub))
+        if tb.model_inputs:
+            return
+        uniq = list(sub)
+        if cfg.dedup_samples:
+            uniq, self.inv = unique_samples(sub)
+        if cfg.share_prefix and can_share(model):
+            self.sb = share_prefixes(uniq, tb.loss_mask.shape[1], pad_id)
+        if self.sb is None and len(uniq) < len(sub):
+            self.tu = pack_trajectories(uniq, pad_id)  # same width as tb: the longest sample is kept
+
+    def logprobs(self, model: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """(log p, entropy) of every token under `model`, both [b, L-1] in `tb`'s layout."""
+        if self.sb is not None:
+            lu, eu = self.sb.logprobs(model)  # [u, L-1]
+        else:
+            tu = self.tu
+            lu, logits = token_logprobs(model, tu.input_ids, tu.attention_mask, with_logits=True, **tu.model_inputs)
+            with torch.no_grad():
+                eu = entropy_from_logits(logits)
+        return lu[self.inv], eu[self.inv]
+
+
 def policy_logprobs(model: Any, sub: Sequence[Trajectory], tb: Any, pad_id: int,
                     cfg: RLConfig) -> tuple[torch.Tensor, torch.Tensor]:
-    """(log p, entropy) of every token of `sub` under `model`, both [b, L-1] in `tb`'s layout.
-
-    Identical samples are computed once and indexed back out (`rl.dedup_samples`): their
-    logprobs are the same numbers, and indexing sums their gradients exactly as separate rows
-    would. A group's prompt is computed once (`rl.share_prefix`, shared_prefix.py). Image
-    inputs take the plain layout, one row per sample."""
-    if tb.model_inputs:
-        logp, logits = token_logprobs(model, tb.input_ids, tb.attention_mask, with_logits=True, **tb.model_inputs)
-        with torch.no_grad():
-            return logp, entropy_from_logits(logits)
-    uniq, inv = unique_samples(sub) if cfg.dedup_samples else (list(sub), torch.arange(len(sub)))
-    T = tb.loss_mask.shape[1]
-    sb = share_prefixes(uniq, T, pad_id) if cfg.share_prefix and can_share(model, {}) else None
-    if sb is not None:
-        lu, eu = sb.logprobs(model)  # [u, T]
-    else:
-        tu = tb if len(uniq) == len(sub) else pack_trajectories(uniq, pad_id)  # same width: same longest sample
-        lu, logits = token_logprobs(model, tu.input_ids, tu.attention_mask, with_logits=True)
-        with torch.no_grad():
-            eu = entropy_from_logits(logits)
-    return lu[inv], eu[inv]
+    """`SampleLayout(...).logprobs(model)` for a one-off call."""
+    return SampleLayout(model, sub, tb, pad_id, cfg).logprobs(model)
 
 
 def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajectory], adv: torch.Tensor,
@@ -84,14 +97,15 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
         for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
             tb = pack_trajectories(sub, pad_id)
+            layout = SampleLayout(model, sub, tb, pad_id, cfg)
             with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():
-                logp, ent_tok = policy_logprobs(model, sub, tb, pad_id, cfg)  # [b, L-1] each
+                logp, ent_tok = layout.logprobs(model)  # [b, L-1] each
             logp = logp.float()
             loss, st = loss_fn(logp, tb.old_logp, adv[mb], tb.loss_mask, clip_eps=cfg.clip_eps,
                                clip_eps_high=cfg.clip_eps_high, max_tokens=cfg.max_new_tokens)
             if kl_fn is not None:
                 with torch.no_grad():
-                    ref_logp = policy_logprobs(ref_model, sub, tb, pad_id, cfg)[0]
+                    ref_logp = layout.logprobs(ref_model)[0]
                 kl = (kl_fn(logp, ref_logp) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 loss = loss + cfg.kl_coef * kl
                 st["kl"] = float(kl)

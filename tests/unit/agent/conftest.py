@@ -70,5 +70,10 @@ def shell_task(i: int = 0, max_steps: int = 6, timeout_s: float = 60.0) -> Task:
                 metadata={"needs_sandbox": True})
 
 
+def steps_policy(*replies):
+    """Reply i to the conversation's i-th assistant turn; the last reply repeats."""
+    return lambda text: replies[min(text.count("<|assistant|>") - 1, len(replies) - 1)]
+
+
 def run(coro):
     return asyncio.run(coro)

@@ -6,7 +6,7 @@ import os
 import time
 
 import pytest
-from tests.unit.agent.conftest import ScriptedEngine, calc_task, run, shell_task
+from tests.unit.agent.conftest import ScriptedEngine, calc_task, run, shell_task, steps_policy
 
 from posttrain.rollout.agent import AgentOptions, rollout_agent
 from posttrain.rollout.toolcall import format_tool_call
@@ -35,11 +35,6 @@ def _flood(state):
 
 def with_tools(task, *names):
     return dataclasses.replace(task, environment=Environment(tools=task.environment.tools + names))
-
-
-def steps_policy(*replies):
-    """Reply i to the conversation's i-th assistant turn; the last reply repeats."""
-    return lambda text: replies[min(text.count("<|assistant|>") - 1, len(replies) - 1)]
 
 
 def with_sandbox(coro_fn):

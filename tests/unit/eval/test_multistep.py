@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.unit.agent.conftest import ScriptedEngine, shell_task
+from tests.unit.agent.conftest import ScriptedEngine, shell_task, steps_policy
 
 from posttrain.eval.modelref import resolve_model
 from posttrain.eval.records import RecordFile
@@ -19,11 +19,6 @@ from posttrain.sandbox import SandboxPool
 
 WRITE = format_tool_call("bash", {"command": "echo hello > out.txt"})
 SUBMIT = format_tool_call("submit", {})
-
-
-def steps_policy(*replies):
-    """Reply i to the conversation's i-th assistant turn; the last reply repeats."""
-    return lambda text: replies[min(text.count("<|assistant|>") - 1, len(replies) - 1)]
 
 
 @pytest.fixture(scope="module")
@@ -63,15 +58,27 @@ def evaluate_with(engine_fn, tiny: Path, suite: Path, out: Path, monkeypatch, **
 
     tok = build_tokenizer()
     monkeypatch.setattr(runner, "_build", lambda ref, engine, batch: (engine_fn(tok), tok))
+    return with_pool(lambda pool: evaluate(resolve_model(tiny), load_suite(suite), out, EvalOptions(**kw), sandbox=pool))
 
+
+def with_pool(fn):
+    """asyncio.run(fn(pool)) with a real sandbox pool, closed afterwards."""
     async def main():
         pool = SandboxPool(concurrency=2)
         try:
-            return await evaluate(resolve_model(tiny), load_suite(suite), out, EvalOptions(**kw), sandbox=pool)
+            return await fn(pool)
         finally:
             await pool.close()
 
     return asyncio.run(main())
+
+
+def solved_run(tiny: Path, tmp_path: Path, monkeypatch) -> Path:
+    """An evaluation run whose two shell episodes wrote the file and passed."""
+    out = tmp_path / "out"
+    evaluate_with(lambda tok: ScriptedEngine(tok, steps_policy(WRITE, SUBMIT)), tiny, shell_suite(tmp_path / "s.yaml"),
+                  out, monkeypatch)
+    return out
 
 
 def test_multi_step_task_runs_as_a_scored_agent_episode(tiny, tmp_path, monkeypatch):
@@ -101,18 +108,8 @@ def test_cached_episode_is_replayed_in_a_fresh_sandbox_without_the_model(tiny, t
 def test_reverify_replays_episodes_and_finds_no_flakes(tiny, tmp_path, monkeypatch):
     from posttrain.eval.reverify import reverify_run
 
-    out = tmp_path / "out"
-    evaluate_with(lambda tok: ScriptedEngine(tok, steps_policy(WRITE, SUBMIT)), tiny, shell_suite(tmp_path / "s.yaml"),
-                  out, monkeypatch)
-
-    async def main():
-        pool = SandboxPool(concurrency=2)
-        try:
-            return await reverify_run(out, 2, pool)
-        finally:
-            await pool.close()
-
-    rep = asyncio.run(main())
+    out = solved_run(tiny, tmp_path, monkeypatch)
+    rep = with_pool(lambda pool: reverify_run(out, 2, pool))
     assert rep["samples"] == 2 and rep["flaky_samples"] == 0
     assert all(t["infra"] == 0 for t in rep["tasks"].values())
 
@@ -146,18 +143,8 @@ def test_builtin_suite_loads_with_pinned_versions(name):
 def test_replay_command_replays_episodes_unchanged(tiny, tmp_path, monkeypatch):
     from posttrain.eval.replay import replay_run
 
-    out = tmp_path / "out"
-    evaluate_with(lambda tok: ScriptedEngine(tok, steps_policy(WRITE, SUBMIT)), tiny, shell_suite(tmp_path / "s.yaml"),
-                  out, monkeypatch)
-
-    async def main():
-        pool = SandboxPool(concurrency=2)
-        try:
-            return await replay_run(out, sandbox=pool)
-        finally:
-            await pool.close()
-
-    diffs = asyncio.run(main())
+    out = solved_run(tiny, tmp_path, monkeypatch)
+    diffs = with_pool(lambda pool: replay_run(out, sandbox=pool))
     assert len(diffs) == 2 and not any(d.changed for d in diffs) and all(d.new["passed"] for d in diffs)
 
 
