@@ -24,6 +24,8 @@ _BOXED = re.compile(r"\\(?:boxed|fbox)\{")
 _HASHES = re.compile(r"####\s*([^\n]+)")
 _PHRASE = re.compile(r"answer\s*(?:is|=|:)\s*([^\n]+)", re.IGNORECASE)
 _FRAC = re.compile(r"\\[dt]?frac\{\s*([^{}]+?)\s*\}\{\s*([^{}]+?)\s*\}")
+MAX_EXPONENT = 400  # |e| beyond this is not an answer (float's range ends near 1e308)
+MAX_TOKEN_CHARS = 1000  # nor is a number of more digits
 _NUM = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?:\s*/\s*[-+]?\d+(?:\.\d*)?)?%?")
 
 
@@ -64,6 +66,8 @@ def parse_numeric(span: str, percent_as_fraction: bool = True) -> Fraction | Non
     tok = m.group(0).replace(" ", "")
     pct = tok.endswith("%")
     tok = tok.rstrip("%")
+    if not _in_range(tok):
+        return None
     try:
         if "/" in tok:
             num, den = tok.split("/")
@@ -73,6 +77,17 @@ def parse_numeric(span: str, percent_as_fraction: bool = True) -> Fraction | Non
     except (ValueError, ZeroDivisionError):
         return None
     return value / 100 if pct and percent_as_fraction else value
+
+
+def _in_range(tok: str) -> bool:
+    """False for a token whose exact value would be huge to build: Fraction("7e9999999999")
+    computes 10**9999999999 and never returns, so a model that writes such a number would
+    hang the verifier (seen in RL on garbage samples). Answers never need such exponents."""
+    for part in re.finditer(r"[eE]([-+]?\d+)", tok):
+        digits = part.group(1).lstrip("+-")
+        if len(digits) > 4 or int(digits) > MAX_EXPONENT:
+            return False
+    return len(tok) <= MAX_TOKEN_CHARS
 
 
 def last_number(text: str) -> Fraction | None:
@@ -91,7 +106,10 @@ def extract_answer(text: str, percent_as_fraction: bool = True) -> Fraction | No
 def close(got: Fraction, expected: Fraction, rel_tol: float, abs_tol: float) -> bool:
     if got == expected:
         return True
-    return math.isclose(float(got), float(expected), rel_tol=rel_tol, abs_tol=abs_tol)
+    try:
+        return math.isclose(float(got), float(expected), rel_tol=rel_tol, abs_tol=abs_tol)
+    except OverflowError:  # beyond float range (|x| > 1.8e308) and not exactly equal
+        return False
 
 
 @verifier("math_answer")

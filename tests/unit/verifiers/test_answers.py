@@ -26,6 +26,13 @@ def test_math_answer_handles_separators_percent_and_wrong_values():
     assert s(Spec("math_answer", {"answer": "3"}), "").reason == "no number in the answer"
 
 
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("text", ["The answer is 7e9999999999.", "The 37e99999 is", "1" * 5000, "\\boxed{1e400}"])
+def test_math_answer_fails_fast_on_numbers_too_large_to_build(text):
+    # Fraction("7e9999999999") would compute 10**9999999999 and hang the verifier
+    assert s(Spec("math_answer", {"answer": "3"}), text).score == 0.0
+
+
 def test_field_match_gives_per_field_partial_credit():
     spec = Spec("field_match", {"expected": {"a": 1, "b": "x", "c": [1.0, 2.0], "d": True}})
     assert s(spec, json.dumps({"a": 1, "b": " X ", "c": [1.0, 2.5], "d": 1})).score == pytest.approx(3 / 5)
