@@ -1,11 +1,15 @@
 """Agent loop benchmark: RL on the `tools` domain (headline), and terminal-domain speed.
 
-    nice -n 10 .venv/bin/python benchmarks/agent_bench.py headline [--sft-steps 300 --rl-minutes 8]
+    .venv/bin/python benchmarks/agent_bench.py headline [--rl-minutes 8 --seed 0]
     nice -n 10 .venv/bin/python benchmarks/agent_bench.py speed [--episodes 32 --repeats 3]
 
-headline: the tiny default model (context 512) gets a short SFT warm-up on oracle action
-plans of calculator-product tasks (`posttrain/rollout/agent_tasks.py`), is evaluated
-greedily on 200 held-out tasks through the agent loop ("before"), trained with the real
+headline: the tiny default model (context 512) gets an SFT warm-up on oracle action plans
+of calculator-product tasks (`posttrain/rollout/agent_tasks.py`) until it copies operands
+and results reliably (greedy validation completion >= --sft-stop-at on training-pool
+tasks), then --habit-steps of SFT on the same tasks acted out with a base model's habits
+(`habit_tasks`: answer with a rough estimate instead of calling the calculator, often for
+small multipliers; re-check the result with a second call). It is evaluated greedily on
+200 held-out tasks through the agent loop ("before"), trained with the real
 RL step (`posttrain.train.rl.rl_step`, which dispatches these multi-step tasks to the
 agent rollout) for a wall-clock budget, and evaluated again ("after"). Completion =
 the verifier's `passed` (right answer and the calculator used). Paired exact McNemar
@@ -41,7 +45,10 @@ async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, A
     trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=1, temperature=0.0))
     passed = {t.task_id: bool(t.verify and t.verify.passed) for t in trajs if not t.infra_error}
     solved_steps = [t.num_steps for t in trajs if t.verify and t.verify.passed]
+    calls = [t for t in trajs if any(x.tool_call is not None and x.tool_call.name == "calculator" for x in t.turns)]
     return {"passed": passed, "steps_solved": statistics.mean(solved_steps) if solved_steps else float("nan"),
+            "tool_rate": len(calls) / max(1, len(trajs)),
+            "pass_given_tool": sum(bool(t.verify and t.verify.passed) for t in calls) / max(1, len(calls)),
             "malformed": sum(t.verify.details.get("agent", {}).get("malformed", 0) for t in trajs if t.verify),
             "example": [x.text for x in trajs[0].turns]}
 
@@ -59,11 +66,27 @@ def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], ar
             model.eval()
             res = asyncio.run(agent_eval(make_engine(cfg.engine.name, copy.deepcopy(model), tok), tok, val))
             rate = sum(res["passed"].values()) / max(1, len(res["passed"]))
-            print(f"SFT step {step + 1}: validation completion {rate:.3f}", flush=True)
+            print(f"SFT step {step + 1}: validation completion {rate:.3f}, calculator called in {res['tool_rate']:.3f}, "
+                  f"completion when called {res['pass_given_tool']:.3f}", flush=True)
             if rate >= args.sft_stop_at:
                 break
     model.eval()
     return loop.losses
+
+
+def habit_trend(store: Any, first: int, last: int) -> dict[str, dict[str, float]]:
+    """Sampled training episodes of RL steps [0, first) and the last `last` steps: pass rate,
+    re-checks (two or more calculator calls) and estimates (no call), from the run's store."""
+    steps = store.steps()
+    out = {}
+    for name, keep in (("early", steps[:first]), ("late", steps[-last:])):
+        trajs = [t for s in keep for t in store.iter(step=s)]
+        calls = [sum(x.tool_call is not None for x in t.turns) for t in trajs]
+        n = max(1, len(trajs))
+        out[name] = {"steps": f"{keep[0]}-{keep[-1]}" if keep else "", "episodes": len(trajs),
+                     "pass": sum(bool(t.verify and t.verify.passed) for t in trajs) / n,
+                     "recheck": sum(c >= 2 for c in calls) / n, "estimate": sum(c == 0 for c in calls) / n}
+    return out
 
 
 def headline(args: argparse.Namespace) -> None:
@@ -73,7 +96,7 @@ def headline(args: argparse.Namespace) -> None:
     from posttrain.eval.stats import mcnemar_exact
     from posttrain.models.tiny import build_tiny
     from posttrain.rollout.agent_sft import plan_demonstrations, sft_on_demonstrations
-    from posttrain.rollout.agent_tasks import product_tasks
+    from posttrain.rollout.agent_tasks import habit_tasks, product_tasks
     from posttrain.train.rl import build_state, rl_step
 
     torch.set_num_threads(args.threads)
@@ -90,11 +113,20 @@ def headline(args: argparse.Namespace) -> None:
                                            seed=args.seed)
     else:  # stop the warm-up on a measured level, leaving RL headroom (validation = RL pool, never held-out)
         sft_losses = sft_until(model, tok, demos, train[:args.val_tasks], args, cfg)
+    if args.habits:  # then habits: the same tasks acted out as a base model would (see agent_tasks.habit_tasks)
+        gs, gl, rc = (float(x) for x in args.habits.split(","))
+        mixed = asyncio.run(plan_demonstrations(tok, habit_tasks(train, gs, gl, rc, args.seed)))
+        sft_losses += sft_on_demonstrations(model, tok, mixed, steps=args.habit_steps, lr=args.habit_lr,
+                                            batch_size=32, warmup=5, seed=args.seed + 1)
+        model.eval()
     t_sft = time.perf_counter() - t0
     run_dir = Path(args.out)
     run_dir.mkdir(parents=True, exist_ok=True)
     st = build_state(cfg, run_dir, model, tok, train, held, sandbox=None)
     before = asyncio.run(agent_eval(st.engine, tok, held))
+    print(f"before RL: held-out completion {sum(before['passed'].values()) / max(1, len(before['passed'])):.3f}, "
+          f"calculator called in {before['tool_rate']:.3f}, completion when called {before['pass_given_tool']:.3f}, "
+          f"avg steps on solved {before['steps_solved']:.2f} ({time.perf_counter() - t0:.0f}s)", flush=True)
     t_rl0 = time.perf_counter()
     rows = []
     while time.perf_counter() - t_rl0 < args.rl_minutes * 60 and st.step < args.max_rl_steps:
@@ -119,14 +151,22 @@ def headline(args: argparse.Namespace) -> None:
     print(f"| avg steps, solved tasks | {before['steps_solved']:.2f} | {after['steps_solved']:.2f} | "
           f"{after['steps_solved'] / before['steps_solved']:.2f} |")
     print(f"| malformed calls | {before['malformed']} | {after['malformed']} | |")
+    print(f"| episodes calling the calculator | {before['tool_rate']:.3f} | {after['tool_rate']:.3f} | |")
+    print(f"| completion when it is called | {before['pass_given_tool']:.3f} | {after['pass_given_tool']:.3f} | |")
     print(f"\ncompletion +{100 * (pa - pb):.1f} points; McNemar exact p = {mcnemar_exact(b, c):.2g} "
           f"(fail->pass {c}, pass->fail {b})")
     cpu = time.process_time()
     print(f"wall: SFT {t_sft:.0f}s, RL {t_rl:.0f}s, total incl. evals {total:.0f}s; process CPU time {cpu:.0f}s "
           f"(= {cpu / args.threads:.0f}s on {args.threads} dedicated cores)")
     print("after example:", after["example"])
+    trend = habit_trend(st.store, 20, 20)
+    for name, r in trend.items():
+        print(f"sampled training episodes, RL steps {r['steps']}: pass {r['pass']:.3f}, re-checked {r['recheck']:.3f}, "
+              f"estimated without the tool {r['estimate']:.3f} ({r['episodes']} episodes)")
     (run_dir / "agent_bench.json").write_text(json.dumps({"before": pb, "after": pa, "b": b, "c": c,
-        "steps_before": before["steps_solved"], "steps_after": after["steps_solved"], "rl_steps": st.step,
+        "steps_before": before["steps_solved"], "steps_after": after["steps_solved"],
+        "tool_rate": [before["tool_rate"], after["tool_rate"]],
+        "pass_given_tool": [before["pass_given_tool"], after["pass_given_tool"]], "habits": args.habits, "habit_trend": trend, "rl_steps": st.step,
         "wall_sft": t_sft, "wall_rl": t_rl, "wall_total": total, "cpu_s": cpu, "rows": rows}, default=str))
 
 
@@ -205,17 +245,21 @@ def main() -> None:
     p.add_argument("part", choices=["headline", "speed"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--sft-steps", type=int, default=300)
+    p.add_argument("--sft-steps", type=int, default=600)
     p.add_argument("--sft-lr", type=float, default=3e-3)
-    p.add_argument("--sft-stop-at", type=float, default=None, help="stop SFT at this validation completion")
-    p.add_argument("--sft-check-every", type=int, default=25)
+    p.add_argument("--habits", default="0.8,0.1,0.3", help="after the warm-up, SFT on habits GUESS_SMALL,GUESS_LARGE,RECHECK "
+                   "(probabilities; see agent_tasks.habit_tasks); '' for none")
+    p.add_argument("--habit-steps", type=int, default=300)
+    p.add_argument("--habit-lr", type=float, default=1e-3)
+    p.add_argument("--sft-stop-at", type=float, default=0.9, help="stop SFT at this validation completion")
+    p.add_argument("--sft-check-every", type=int, default=50)
     p.add_argument("--val-tasks", type=int, default=50, help="validation tasks, from the training pool")
     p.add_argument("--rl-minutes", type=float, default=8.0)
     p.add_argument("--max-rl-steps", type=int, default=1000)
     p.add_argument("--prompts", type=int, default=16)
     p.add_argument("--group", type=int, default=8)
-    p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--temperature", type=float, default=1.0, help="RL rollout temperature (exploration)")
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--temperature", type=float, default=0.7, help="RL rollout temperature (exploration)")
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--n-eval", type=int, default=200)
     p.add_argument("--out", default="runs/agent_bench")

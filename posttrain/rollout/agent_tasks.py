@@ -50,3 +50,60 @@ def product_tasks(n: int, seed: int, exclude: Iterable[str] = ()) -> list[Task]:
         seen.add(q)
         out.append(product_task(a, b, f"tools-products-{seed}-{len(out)}"))
     return out
+
+
+# Warm-up habits. A base model facing "What is 4821 * 937?" does not always reach for the
+# calculator: it often answers from its head with a rough estimate, more so when the
+# numbers look small, and when it does call the tool it may call it again on the result
+# to check it. A warm-up that adds these habits to a policy that already copies operands
+# reliably gives RL failures that are *choices* (estimate instead of calling; a re-check,
+# one step more than needed, whose copy the tiny model garbles) on which a group's samples
+# disagree, rather than copying slips that every sample repeats. The estimate ("The answer
+# is about 5000000.") is never the exact product, and its digits are not the ones the
+# answer turn copies from the calculator's observation, so learning it leaves the copy
+# skill intact (measured: completion when the calculator is called and not re-checked
+# stays near 1.0 through the habit warm-up).
+
+
+def plan_variant(plan: list[dict], behaviour: str, answer: str = "") -> list[dict]:
+    """The oracle `plan` as `behaviour` acts it: "tool" (as is), "guess" (the final answer
+    `answer`, with no tool call) or "recheck" (the result checked by a second calculator
+    call on it, `answer` being that result, before the final answer)."""
+    if behaviour == "tool":
+        return list(plan)
+    if behaviour == "guess":
+        return [{"answer": answer}]
+    if behaviour == "recheck":
+        calls, final = [s for s in plan if "tool" in s], [s for s in plan if "answer" in s]
+        return calls + [{"tool": "calculator", "arguments": {"expression": answer}}] + final
+    raise ValueError(f"unknown warm-up behaviour {behaviour!r}; expected tool, guess or recheck")
+
+
+def habit_tasks(tasks: Iterable[Task], guess_small: float, guess_large: float, recheck: float, seed: int
+                ) -> list[Task]:
+    """Copies of product `tasks` whose oracle plan is acted out with habits (seeded): an
+    estimate without the tool with probability `guess_small` when the multiplier is below
+    550 and `guess_large` otherwise; else the tool, its result re-checked (a second
+    calculator call on the result) with probability `recheck`.
+    For `plan_demonstrations`; prompt and verifier are unchanged."""
+    from dataclasses import replace
+
+    from posttrain.tasks.plan import parse_plan
+
+    for name, p in (("guess_small", guess_small), ("guess_large", guess_large), ("recheck", recheck)):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"habit probability {name} must be in [0, 1], got {p}")
+    rng = random.Random(f"habits:{seed}")
+    out = []
+    for t in tasks:
+        if t.metadata.get("kind") != "product":
+            raise ValueError(f"habit_tasks: task {t.id} is not a calculator-product task")
+        plan = parse_plan(t.oracle or "")
+        b = int(str(plan[0]["arguments"]["expression"]).split("*")[1])
+        if rng.random() < (guess_small if b < 550 else guess_large):
+            p = int(t.metadata["answer"])
+            plan = plan_variant(plan, "guess", f"The answer is about {round(p, 1 - len(str(p)))}.")
+        elif rng.random() < recheck:
+            plan = plan_variant(plan, "recheck", str(t.metadata["answer"]))
+        out.append(replace(t, oracle=dump_plan(plan)))
+    return out
