@@ -1,6 +1,6 @@
 """Agent loop benchmark: RL on the `tools` domain (headline), and terminal-domain speed.
 
-    .venv/bin/python benchmarks/agent_bench.py headline [--rl-minutes 8 --seed 0]
+    .venv/bin/python benchmarks/agent_bench.py headline [--seed S]
     nice -n 10 .venv/bin/python benchmarks/agent_bench.py speed [--episodes 32 --repeats 3]
 
 headline: the tiny default model (context 512) gets an SFT warm-up on oracle action plans
@@ -74,6 +74,17 @@ def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], ar
     return loop.losses
 
 
+def floats(text: str, n: int, flag: str) -> list[float]:
+    """`n` comma-separated numbers, or an error that names the flag."""
+    try:
+        out = [float(x) for x in text.split(",")]
+    except ValueError:
+        out = []
+    if len(out) != n:
+        raise SystemExit(f"{flag} {text!r}: expected {n} comma-separated numbers")
+    return out
+
+
 def habit_trend(store: Any, first: int, last: int) -> dict[str, dict[str, float]]:
     """Sampled training episodes of RL steps [0, first) and the last `last` steps: pass rate,
     re-checks (two or more calculator calls) and estimates (no call), from the run's store."""
@@ -102,7 +113,7 @@ def habits_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any],
     from posttrain.rollout import make_engine
     from posttrain.train.sft import SupervisedLoop
 
-    lo, hi = (float(x) for x in args.habit_stop_band.split(","))
+    lo, hi = floats(args.habit_stop_band, 2, "--habit-stop-band")
     loop = SupervisedLoop(model, tok.pad_token_id, demos, args.habit_steps, args.habit_lr, 32, 5, args.seed + 1)
     for step in range(args.habit_steps):
         loop.step()
@@ -142,7 +153,7 @@ def headline(args: argparse.Namespace) -> None:
     else:  # stop the warm-up on a measured level, leaving RL headroom (validation = RL pool, never held-out)
         sft_losses = sft_until(model, tok, demos, train[:args.val_tasks], args, cfg)
     if args.habits:  # then habits: the same tasks acted out as a base model would (see agent_tasks.habit_tasks)
-        gs, gl, rc = (float(x) for x in args.habits.split(","))
+        gs, gl, rc = floats(args.habits, 3, "--habits")
         mixed = asyncio.run(plan_demonstrations(tok, habit_tasks(train, gs, gl, rc, args.seed)))
         sft_losses += habits_until(model, tok, mixed, train[:args.val_tasks], args, cfg)
     t_sft = time.perf_counter() - t0
@@ -192,7 +203,8 @@ def headline(args: argparse.Namespace) -> None:
     (run_dir / "agent_bench.json").write_text(json.dumps({"before": pb, "after": pa, "b": b, "c": c,
         "steps_before": before["steps_solved"], "steps_after": after["steps_solved"],
         "tool_rate": [before["tool_rate"], after["tool_rate"]],
-        "pass_given_tool": [before["pass_given_tool"], after["pass_given_tool"]], "habits": args.habits, "habit_trend": trend, "rl_steps": st.step,
+        "pass_given_tool": [before["pass_given_tool"], after["pass_given_tool"]], "habits": args.habits,
+        "habit_trend": trend, "rl_steps": st.step,
         "wall_sft": t_sft, "wall_rl": t_rl, "wall_total": total, "cpu_s": cpu, "rows": rows}, default=str))
 
 

@@ -61,8 +61,9 @@ def product_tasks(n: int, seed: int, exclude: Iterable[str] = ()) -> list[Task]:
 # disagree, rather than copying slips that every sample repeats. The estimate ("The answer
 # is about 5000000.") is never the exact product, and its digits are not the ones the
 # answer turn copies from the calculator's observation, so learning it leaves the copy
-# skill intact (measured: completion when the calculator is called and not re-checked
-# stays near 1.0 through the habit warm-up).
+# skill in place (measured on seeds 0 and 1 of benchmarks/agent_bench.py: completion when
+# calling is 0.92-0.93 at the habit checkpoint RL starts from). Estimates that wrote the
+# exact product destroyed the copy skill.
 
 
 def plan_variant(plan: list[dict], behaviour: str, answer: str = "") -> list[dict]:
