@@ -55,23 +55,47 @@ async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, A
 
 def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], args: argparse.Namespace,
               cfg: Any) -> list[float]:
-    """SFT until greedy completion on `val` reaches --sft-stop-at (checked every --sft-check-every steps)."""
+    """SFT until greedy completion on `val` reaches --sft-stop-at (checked every --sft-check-every steps).
+
+    The copy skill appears abruptly (between steps 225 and 450 on seeds 0 and 1) or not at
+    all: on seed 2 validation stayed at 0.000 through 1200 steps. So if no check has passed a
+    single task by step --sft-restart-after, the model is re-initialised in place (tiny-model
+    seed + 1000 * attempt) and SFT starts over, at most --sft-restarts times."""
+    from posttrain.models.tiny import build_tiny
     from posttrain.rollout import make_engine
     from posttrain.train.sft import SupervisedLoop
 
-    loop = SupervisedLoop(model, tok.pad_token_id, demos, args.sft_steps, args.sft_lr, 32, 10, args.seed)
-    for step in range(args.sft_steps):
-        loop.step()
-        if (step + 1) % args.sft_check_every == 0:
+    losses: list[float] = []
+    for attempt in range(args.sft_restarts + 1):
+        if attempt:
+            fresh, _ = build_tiny(cfg.model.tiny, seed=args.seed + 1000 * attempt)
+            model.load_state_dict(fresh.state_dict())
+            print(f"SFT restart {attempt}: no validation task solved by step {args.sft_restart_after}; "
+                  f"new initialisation (seed {args.seed + 1000 * attempt})", flush=True)
+        model.train()
+        loop = SupervisedLoop(model, tok.pad_token_id, demos, args.sft_steps, args.sft_lr, 32, 10, args.seed + attempt)
+        best = 0.0
+        for step in range(args.sft_steps):
+            loop.step()
+            if (step + 1) % args.sft_check_every == 0:
+                model.eval()
+                res = asyncio.run(agent_eval(make_engine(cfg.engine.name, copy.deepcopy(model), tok), tok, val))
+                rate = sum(res["passed"].values()) / max(1, len(res["passed"]))
+                best = max(best, rate)
+                print(f"SFT step {step + 1}: validation completion {rate:.3f}, calculator called in "
+                      f"{res['tool_rate']:.3f}, completion when called {res['pass_given_tool']:.3f}", flush=True)
+                model.train()
+                if rate >= args.sft_stop_at:
+                    model.eval()
+                    return losses + loop.losses
+                if best == 0.0 and step + 1 >= args.sft_restart_after and attempt < args.sft_restarts:
+                    break
+        else:  # ran every step without reaching the stop level: keep this model
             model.eval()
-            res = asyncio.run(agent_eval(make_engine(cfg.engine.name, copy.deepcopy(model), tok), tok, val))
-            rate = sum(res["passed"].values()) / max(1, len(res["passed"]))
-            print(f"SFT step {step + 1}: validation completion {rate:.3f}, calculator called in {res['tool_rate']:.3f}, "
-                  f"completion when called {res['pass_given_tool']:.3f}", flush=True)
-            if rate >= args.sft_stop_at:
-                break
+            return losses + loop.losses
+        losses += loop.losses
     model.eval()
-    return loop.losses
+    return losses
 
 
 def floats(text: str, n: int, flag: str) -> list[float]:
@@ -294,6 +318,9 @@ def main() -> None:
                    "tool-call share is in LO,HI")
     p.add_argument("--sft-stop-at", type=float, default=0.9, help="stop SFT at this validation completion")
     p.add_argument("--sft-check-every", type=int, default=25)
+    p.add_argument("--sft-restart-after", type=int, default=500, help="re-initialise if no validation task is "
+                   "solved by this SFT step")
+    p.add_argument("--sft-restarts", type=int, default=2)
     p.add_argument("--val-tasks", type=int, default=50, help="validation tasks, from the training pool")
     p.add_argument("--rl-minutes", type=float, default=5.0)
     p.add_argument("--max-rl-steps", type=int, default=1000)
