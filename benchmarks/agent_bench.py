@@ -46,11 +46,21 @@ async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, A
     passed = {t.task_id: bool(t.verify and t.verify.passed) for t in trajs if not t.infra_error}
     solved_steps = [t.num_steps for t in trajs if t.verify and t.verify.passed]
     calls = [t for t in trajs if any(x.tool_call is not None and x.tool_call.name == "calculator" for x in t.turns)]
-    return {"passed": passed, "steps_solved": statistics.mean(solved_steps) if solved_steps else float("nan"),
+    return {"passed": passed, "rate": sum(passed.values()) / max(1, len(passed)), "steps_solved": statistics.mean(solved_steps) if solved_steps else float("nan"),
             "tool_rate": len(calls) / max(1, len(trajs)),
             "pass_given_tool": sum(bool(t.verify and t.verify.passed) for t in calls) / max(1, len(calls)),
             "malformed": sum(t.verify.details.get("agent", {}).get("malformed", 0) for t in trajs if t.verify),
             "example": [x.text for x in trajs[0].turns]}
+
+
+def validate(model: Any, tok: Any, val: Sequence[Any], cfg: Any) -> dict[str, Any]:
+    """Greedy `agent_eval` of a snapshot of `model` on `val`; the model is left in train mode."""
+    from posttrain.rollout import make_engine
+
+    model.eval()
+    res = asyncio.run(agent_eval(make_engine(cfg.engine.name, copy.deepcopy(model), tok), tok, val))
+    model.train()
+    return res
 
 
 def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], args: argparse.Namespace,
@@ -62,7 +72,6 @@ def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], ar
     single task by step --sft-restart-after, the model is re-initialised in place (tiny-model
     seed + 1000 * attempt) and SFT starts over, at most --sft-restarts times."""
     from posttrain.models.tiny import build_tiny
-    from posttrain.rollout import make_engine
     from posttrain.train.sft import SupervisedLoop
 
     losses: list[float] = []
@@ -78,13 +87,11 @@ def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], ar
         for step in range(args.sft_steps):
             loop.step()
             if (step + 1) % args.sft_check_every == 0:
-                model.eval()
-                res = asyncio.run(agent_eval(make_engine(cfg.engine.name, copy.deepcopy(model), tok), tok, val))
-                rate = sum(res["passed"].values()) / max(1, len(res["passed"]))
+                res = validate(model, tok, val, cfg)
+                rate = res["rate"]
                 best = max(best, rate)
                 print(f"SFT step {step + 1}: validation completion {rate:.3f}, calculator called in "
                       f"{res['tool_rate']:.3f}, completion when called {res['pass_given_tool']:.3f}", flush=True)
-                model.train()
                 if rate >= args.sft_stop_at:
                     model.eval()
                     return losses + loop.losses
@@ -134,7 +141,6 @@ def habits_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any],
     of steps depends on the seed (habits 0.8,0.1,0.3 after 300 steps: 0.565 on seed 0, 0.99
     on seed 1, leaving no headroom); stopping on a measured level gives every seed the same
     kind of starting point. Validation tasks come from the training pool, never held-out."""
-    from posttrain.rollout import make_engine
     from posttrain.train.sft import SupervisedLoop
 
     lo, hi = floats(args.habit_stop_band, 2, "--habit-stop-band")
@@ -142,8 +148,7 @@ def habits_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any],
     for step in range(args.habit_steps):
         loop.step()
         if (step + 1) % args.sft_check_every == 0:
-            model.eval()
-            res = asyncio.run(agent_eval(make_engine(cfg.engine.name, copy.deepcopy(model), tok), tok, val))
+            res = validate(model, tok, val, cfg)
             print(f"habit step {step + 1}: validation calculator called in {res['tool_rate']:.3f}, "
                   f"completion when called {res['pass_given_tool']:.3f}", flush=True)
             if lo <= res["tool_rate"] <= hi and res["pass_given_tool"] >= args.habit_min_copy:
@@ -185,7 +190,7 @@ def headline(args: argparse.Namespace) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     st = build_state(cfg, run_dir, model, tok, train, held, sandbox=None)
     before = asyncio.run(agent_eval(st.engine, tok, held))
-    print(f"before RL: held-out completion {sum(before['passed'].values()) / max(1, len(before['passed'])):.3f}, "
+    print(f"before RL: held-out completion {before['rate']:.3f}, "
           f"calculator called in {before['tool_rate']:.3f}, completion when called {before['pass_given_tool']:.3f}, "
           f"avg steps on solved {before['steps_solved']:.2f} ({time.perf_counter() - t0:.0f}s)", flush=True)
     t_rl0 = time.perf_counter()

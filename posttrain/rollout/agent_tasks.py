@@ -67,17 +67,15 @@ def product_tasks(n: int, seed: int, exclude: Iterable[str] = ()) -> list[Task]:
 
 
 def plan_variant(plan: list[dict], behaviour: str, answer: str = "") -> list[dict]:
-    """The oracle `plan` as `behaviour` acts it: "tool" (as is), "guess" (the final answer
-    `answer`, with no tool call) or "recheck" (the result checked by a second calculator
-    call on it, `answer` being that result, before the final answer)."""
-    if behaviour == "tool":
-        return list(plan)
+    """The oracle `plan` as `behaviour` acts it: "guess" (the final answer `answer`, with no
+    tool call) or "recheck" (the result checked by a second calculator call on it, `answer`
+    being that result, before the final answer)."""
     if behaviour == "guess":
         return [{"answer": answer}]
     if behaviour == "recheck":
         calls, final = [s for s in plan if "tool" in s], [s for s in plan if "answer" in s]
         return calls + [{"tool": "calculator", "arguments": {"expression": answer}}] + final
-    raise ValueError(f"unknown warm-up behaviour {behaviour!r}; expected tool, guess or recheck")
+    raise ValueError(f"unknown warm-up behaviour {behaviour!r}; expected guess or recheck")
 
 
 def habit_tasks(tasks: Iterable[Task], guess_small: float, guess_large: float, recheck: float, seed: int

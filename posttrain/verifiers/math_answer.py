@@ -26,6 +26,7 @@ _PHRASE = re.compile(r"answer\s*(?:is|=|:)\s*([^\n]+)", re.IGNORECASE)
 _FRAC = re.compile(r"\\[dt]?frac\{\s*([^{}]+?)\s*\}\{\s*([^{}]+?)\s*\}")
 MAX_EXPONENT = 400  # |e| beyond this is not an answer (float's range ends near 1e308)
 MAX_TOKEN_CHARS = 1000  # nor is a number of more digits
+_EXPONENT = re.compile(r"[eE][-+]?(\d+)")
 _NUM = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?:\s*/\s*[-+]?\d+(?:\.\d*)?)?%?")
 
 
@@ -83,11 +84,9 @@ def _in_range(tok: str) -> bool:
     """False for a token whose exact value would be huge to build: Fraction("7e9999999999")
     computes 10**9999999999 and never returns, so a model that writes such a number would
     hang the verifier (seen in RL on garbage samples). Answers never need such exponents."""
-    for part in re.finditer(r"[eE]([-+]?\d+)", tok):
-        digits = part.group(1).lstrip("+-")
-        if len(digits) > 4 or int(digits) > MAX_EXPONENT:
-            return False
-    return len(tok) <= MAX_TOKEN_CHARS
+    if len(tok) > MAX_TOKEN_CHARS:
+        return False
+    return all(int(e) <= MAX_EXPONENT for e in _EXPONENT.findall(tok))
 
 
 def last_number(text: str) -> Fraction | None:
