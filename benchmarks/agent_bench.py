@@ -13,7 +13,8 @@ small multipliers; re-check the result with a second call). It is evaluated gree
 RL step (`posttrain.train.rl.rl_step`, which dispatches these multi-step tasks to the
 agent rollout) for a wall-clock budget, and evaluated again ("after"). Completion =
 the verifier's `passed` (right answer and the calculator used). Paired exact McNemar
-over the same tasks; average steps on solved tasks before vs after.
+over the same tasks; average steps on solved tasks before vs after, greedy and over --step-samples sampled
+episodes per task at the RL temperature (paired by task, cluster bootstrap).
 
 speed: `terminal` tasks, 32 episodes at once, each with its own sandbox session, driven
 (a) by an oracle policy that replays each task's plan (no model cost: the loop, tools
@@ -51,6 +52,40 @@ async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, A
             "pass_given_tool": sum(bool(t.verify and t.verify.passed) for t in calls) / max(1, len(calls)),
             "malformed": sum(t.verify.details.get("agent", {}).get("malformed", 0) for t in trajs if t.verify),
             "example": [x.text for x in trajs[0].turns]}
+
+
+async def sampled_steps(engine: Any, tok: Any, tasks: Sequence[Any], k: int, temperature: float, seed: int
+                        ) -> dict[str, list[int]]:
+    """Steps of each solved episode, per task, over `k` sampled episodes per task at `temperature`
+    (the policy as RL samples it; greedy decoding hides a habit taken on fewer than half the
+    samples)."""
+    from posttrain.rollout.agent import AgentOptions, rollout_agent
+
+    trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=k, temperature=temperature, seed=seed))
+    out: dict[str, list[int]] = {t.id: [] for t in tasks}
+    for t in trajs:
+        if t.verify and t.verify.passed and not t.infra_error:
+            out[t.task_id].append(t.num_steps)
+    return out
+
+
+def steps_change(before: dict[str, list[int]], after: dict[str, list[int]]) -> dict[str, Any]:
+    """Average steps on solved sampled episodes, before vs after, paired by task: one pair per
+    task solved in at least one sample both times (the task's mean steps), with a task-cluster
+    bootstrap of the mean difference."""
+    from posttrain.eval.stats import paired_bootstrap
+
+    both = [k for k in before if before[k] and after.get(k)]
+    b = [statistics.mean(before[k]) for k in both]
+    a = [statistics.mean(after[k]) for k in both]
+    boot = paired_bootstrap(b, a, both, seed=0)
+    flat_b = [s for k in before for s in before[k]]
+    flat_a = [s for k in after for s in after[k]]
+    return {"tasks": len(both), "before": statistics.mean(b) if b else float("nan"),
+            "after": statistics.mean(a) if a else float("nan"), "delta": boot.interval.estimate,
+            "low": boot.interval.low, "high": boot.interval.high, "p": boot.p_value,
+            "episodes": [len(flat_b), len(flat_a)],
+            "over_min": [sum(s > 2 for s in flat_b) / max(1, len(flat_b)), sum(s > 2 for s in flat_a) / max(1, len(flat_a))]}
 
 
 def validate(model: Any, tok: Any, val: Sequence[Any], cfg: Any) -> dict[str, Any]:
@@ -190,6 +225,7 @@ def headline(args: argparse.Namespace) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     st = build_state(cfg, run_dir, model, tok, train, held, sandbox=None)
     before = asyncio.run(agent_eval(st.engine, tok, held))
+    steps_before = asyncio.run(sampled_steps(st.engine, tok, held, args.step_samples, args.temperature, args.seed))
     print(f"before RL: held-out completion {before['rate']:.3f}, "
           f"calculator called in {before['tool_rate']:.3f}, completion when called {before['pass_given_tool']:.3f}, "
           f"avg steps on solved {before['steps_solved']:.2f} ({time.perf_counter() - t0:.0f}s)", flush=True)
@@ -203,6 +239,8 @@ def headline(args: argparse.Namespace) -> None:
         st.step += 1
     t_rl = time.perf_counter() - t_rl0
     after = asyncio.run(agent_eval(st.engine, tok, held))
+    steps = steps_change(steps_before, asyncio.run(sampled_steps(st.engine, tok, held, args.step_samples,
+                                                                 args.temperature, args.seed)))
     common = [k for k in before["passed"] if k in after["passed"]]
     b = sum(before["passed"][k] and not after["passed"][k] for k in common)
     c = sum(after["passed"][k] and not before["passed"][k] for k in common)
@@ -216,11 +254,17 @@ def headline(args: argparse.Namespace) -> None:
     print(f"| completion (pass) | {pb:.3f} | {pa:.3f} | {pa / pb if pb else float('inf'):.2f} |")
     print(f"| avg steps, solved tasks | {before['steps_solved']:.2f} | {after['steps_solved']:.2f} | "
           f"{after['steps_solved'] / before['steps_solved']:.2f} |")
+    print(f"| avg steps, solved sampled episodes (T={args.temperature}, {args.step_samples}/task; "
+          f"{steps['tasks']} tasks solved both times) | {steps['before']:.3f} | {steps['after']:.3f} | "
+          f"{steps['after'] / steps['before']:.3f} |")
+    print(f"| solved sampled episodes taking more than 2 steps | {steps['over_min'][0]:.3f} | {steps['over_min'][1]:.3f} | |")
     print(f"| malformed calls | {before['malformed']} | {after['malformed']} | |")
     print(f"| episodes calling the calculator | {before['tool_rate']:.3f} | {after['tool_rate']:.3f} | |")
     print(f"| completion when it is called | {before['pass_given_tool']:.3f} | {after['pass_given_tool']:.3f} | |")
     print(f"\ncompletion +{100 * (pa - pb):.1f} points; McNemar exact p = {mcnemar_exact(b, c):.2g} "
           f"(fail->pass {c}, pass->fail {b})")
+    print(f"steps on solved sampled episodes: {steps['delta']:+.3f} per task (95% CI {steps['low']:+.3f} to "
+          f"{steps['high']:+.3f}), task-cluster bootstrap p = {steps['p']:.2g}")
     cpu = time.process_time()
     print(f"wall: SFT {t_sft:.0f}s, RL {t_rl:.0f}s, total incl. evals {total:.0f}s; process CPU time {cpu:.0f}s "
           f"(= {cpu / args.threads:.0f}s on {args.threads} dedicated cores)")
@@ -230,7 +274,7 @@ def headline(args: argparse.Namespace) -> None:
         print(f"sampled training episodes, RL steps {r['steps']}: pass {r['pass']:.3f}, re-checked {r['recheck']:.3f}, "
               f"estimated without the tool {r['estimate']:.3f} ({r['episodes']} episodes)")
     (run_dir / "agent_bench.json").write_text(json.dumps({"before": pb, "after": pa, "b": b, "c": c,
-        "steps_before": before["steps_solved"], "steps_after": after["steps_solved"],
+        "steps_before": before["steps_solved"], "steps_after": after["steps_solved"], "sampled_steps": steps,
         "tool_rate": [before["tool_rate"], after["tool_rate"]],
         "pass_given_tool": [before["pass_given_tool"], after["pass_given_tool"]], "habits": args.habits,
         "habit_trend": trend, "rl_steps": st.step,
@@ -333,6 +377,8 @@ def main() -> None:
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--temperature", type=float, default=0.7, help="RL rollout temperature (exploration)")
+    p.add_argument("--step-samples", type=int, default=4, help="sampled episodes per held-out task for the "
+                   "steps-on-solved comparison")
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--n-eval", type=int, default=200)
     p.add_argument("--out", default="runs/agent_bench")
