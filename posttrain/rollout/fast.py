@@ -90,6 +90,8 @@ class FastEngine:
         self.lanes = None
         self.active: list[Seq] = []
         self._rp: RowParams | None = None
+        self._shared = None  # per-row shared-prompt lanes for the fused CPU decode; None = recompute
+        self._groups = 0  # kv_group ids handed out
         self.prefill_stats = PrefillStats()
         self.counters = dict(decode_steps=0, decode_s=0.0, tokens=0, prefill_s=0.0)
         self._conversations: set[Any] = set()
@@ -236,16 +238,18 @@ class FastEngine:
         new: list[Seq] = []
         for (w, take), p in zip(chunks, prompts):
             r = requests[w.req]
+            self._groups += 1  # this chunk's lanes got their prompt KV from one scratch row
             for k in take:
                 new.append(Seq(w.req, k, r.id, p, r.params, self._seeds[w.req], w.deadline,
-                               min(r.params.max_new_tokens, self.max_len - len(p)), pos=len(p), draft_pos=len(p)))
+                               min(r.params.max_new_tokens, self.max_len - len(p)), pos=len(p), draft_pos=len(p),
+                               kv_group=self._groups))
         rows = torch.repeat_interleave(torch.arange(len(chunks)), torch.tensor([len(t) for _, t in chunks]))
         rp = self._row_params(new)
         tok, lp = sample(logits[rows.to(logits.device)], rp, torch.tensor([s.pos for s in new], device=logits.device))
         if self.spec is not None:
             self.spec.admit(new, row0, prompts, [len(t) for _, t in chunks])
         self.active.extend(new)
-        self._rp = None
+        self._rp = self._shared = None
         self.counters["prefill_s"] += time.perf_counter() - t0
         self._push([(s, [t], [l]) for s, t, l in zip(new, tok.tolist(), lp.tolist())], done)
 
@@ -267,7 +271,7 @@ class FastEngine:
         if self._static is not None:
             logits = self._static.logits(tokens, start)
         else:
-            logits = self.lm.logits(self.lm.forward(tokens, start, self.lanes)[:, 0])  # [n, V]
+            logits = self.lm.logits(self.lm.forward(tokens, start, self.lanes, shared=self.shared_prefix())[:, 0])
         sampler = self._static.sample if self._static is not None else sample
         tok, lp = sampler(logits, self.row_params(), start + 1)
         out = []
@@ -303,7 +307,21 @@ class FastEngine:
                     self.spec.move(last, i)
                 self.active[i] = self.active[last]
             self.active.pop()
-        self._rp = None
+        self._rp = self._shared = None
+
+    def shared_prefix(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per active row: the first active lane of its kv_group (whose prompt KV is a bit-identical
+        copy of the row's own), the prompt length, and a visiting order with each group's rows
+        together; recomputed only when the active set changes."""
+        if self._shared is None:
+            first: dict[int, int] = {}
+            src, shared = [], []
+            for i, s in enumerate(self.active):
+                src.append(first.setdefault(s.kv_group, i) if s.kv_group >= 0 else i)
+                shared.append(len(s.prompt) if s.kv_group >= 0 else 0)
+            src_t = torch.tensor(src, dtype=torch.int64)
+            self._shared = (src_t, torch.tensor(shared, dtype=torch.int64), torch.argsort(src_t, stable=True))
+        return self._shared
 
     def row_params(self) -> RowParams:
         if self._rp is None:

@@ -27,6 +27,13 @@ from typing import Any
 import torch
 
 from posttrain.errors import ModelError
+from posttrain.rollout import cpu_kernels
+
+# decode and speculative verification (T new tokens per row, T <= this) use the fused CPU
+# kernel; prefill (long T) stays with matmul, which is efficient there
+FUSED_MAX_T = 16
+# per decode row: (lane holding the shared prefix [B], prefix length [B], visiting order [B] or None)
+SharedPrefix = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | None"]
 
 SUPPORTED = ("llama", "qwen2", "mistral")
 
@@ -105,6 +112,7 @@ class FastLM:
                 wgu=torch.zeros(2 * s.inter, s.hidden, **f), bgu=torch.zeros(2 * s.inter, **f) if mlp_bias else None,
                 wd=torch.zeros(s.hidden, s.inter, **f), bd=torch.zeros(s.hidden, **f) if mlp_bias else None))
         self.cos, self.sin = rope  # [max_pos, D] each, HF's own values
+        self.fused_decode = True  # CPU fp32 decode through cpu_kernels when it builds
         self.views = self._hf_views(qkv_bias, mlp_bias, o_bias)
 
     # ---- construction -------------------------------------------------------------------
@@ -160,32 +168,44 @@ class FastLM:
 
     # ---- forward ------------------------------------------------------------------------
     def forward(self, tokens: torch.Tensor, start: torch.Tensor, lanes: Lanes, row0: int = 0,
-                width: int | None = None) -> torch.Tensor:
+                width: int | None = None, shared: SharedPrefix | None = None, fused: bool = True) -> torch.Tensor:
         """Hidden states [B, T, hidden] for `tokens` [B, T] at positions start[b] + t.
 
         Row b reads and writes lane row0 + b; its keys at positions <= start[b] + t are
         visible to query t (causal). Padding queries past a row's real tokens write KV
         past its length, which later writes overwrite and masks never expose. `width`
         fixes the number of key positions read (static shapes for CUDA graphs).
+        `shared` names, per row, a lane holding the same keys for its first positions (a GRPO
+        group's prompt), read from there by the fused CPU kernel (CPU fp32, T <= FUSED_MAX_T).
+        `fused=False` keeps the matmul attention: prefill uses it whatever T, so a prompt's KV
+        has the same bits whether its tail or all of it was computed.
         """
         s = self.shape
         B, T = tokens.shape
         pos = start[:, None] + torch.arange(T, device=tokens.device)  # [B, T]
-        if width is None:
-            need = int(start.max()) + T
-            # a slice narrower than the lane makes matmul copy K/V first (measured 2.3x slower
-            # at 512 lanes); reading the whole lane is cheaper unless it is mostly empty
-            width = lanes.cap if row0 == 0 and lanes.cap <= 2 * need else need
-        Lm = width  # key positions read
+        rows = torch.arange(row0, row0 + B, device=tokens.device)[:, None].expand(B, T)  # [B, T]
         rpos = pos.clamp(max=self.cos.shape[0] - 1)  # padding queries may run past the table
         cos, sin = self.cos[rpos][:, :, None], self.sin[rpos][:, :, None]  # [B, T, 1, D]
-        visible = torch.arange(Lm, device=tokens.device) <= pos[..., None]  # [B, T, Lm]
-        mask = visible[:, None] if T == 1 else visible[:, None, None].expand(B, 1, s.group, T, Lm).reshape(B, 1, s.group * T, Lm)
-        rows = torch.arange(row0, row0 + B, device=tokens.device)[:, None].expand(B, T)  # [B, T]
+        plan = None
+        if fused and T <= FUSED_MAX_T and width is None and self.fused_decode and self.device.type == "cpu" \
+                and self.dtype == torch.float32 and cpu_kernels.available():
+            plan = cpu_kernels.DecodePlan(rows[:, 0], start + 1, lanes.n, lanes.cap,
+                                            *(shared if shared is not None else (None, None, None)))
+            mask, Lm = None, 0
+        else:
+            if width is None:
+                need = int(start.max()) + T
+                # a slice narrower than the lane makes matmul copy K/V first (measured 2.3x slower
+                # at 512 lanes); reading the whole lane is cheaper unless it is mostly empty
+                width = lanes.cap if row0 == 0 and lanes.cap <= 2 * need else need
+            Lm = width  # key positions read
+            visible = torch.arange(Lm, device=tokens.device) <= pos[..., None]  # [B, T, Lm]
+            mask = visible[:, None] if T == 1 else \
+                visible[:, None, None].expand(B, 1, s.group, T, Lm).reshape(B, 1, s.group * T, Lm)
         x = self.embed[tokens]  # [B, T, H]
         for li, L in enumerate(self.layers):
             h = _rms(x, L["in_norm"], s.eps)
-            h = self._attention(h, L, lanes.k[li], lanes.v[li], rows, pos, cos, sin, mask, row0, Lm)
+            h = self._attention(h, L, lanes.k[li], lanes.v[li], rows, pos, cos, sin, mask, row0, Lm, plan)
             x = x + h
             h = _rms(x, L["post_norm"], s.eps)
             gu = torch.nn.functional.linear(h, L["wgu"], L["bgu"])  # [B, T, 2I]
@@ -194,8 +214,8 @@ class FastLM:
         return _rms(x, self.final_norm, s.eps)
 
     def _attention(self, h: torch.Tensor, L: dict, kc: torch.Tensor, vc: torch.Tensor, rows: torch.Tensor,
-                   pos: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor, row0: int,
-                   Lm: int) -> torch.Tensor:
+                   pos: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None, row0: int,
+                   Lm: int, plan: "cpu_kernels.DecodePlan | None" = None) -> torch.Tensor:
         s = self.shape
         B, T, _ = h.shape
         D, kvh, g = s.head_dim, s.kv_heads, s.group
@@ -203,6 +223,9 @@ class FastLM:
         q, k, v = qkv.split((s.heads * D, kvh * D, kvh * D), dim=-1)
         q = _rotate(q.view(B, T, s.heads, D), cos, sin)  # [B, T, H, D]
         k = _rotate(k.view(B, T, kvh, D), cos, sin)  # [B, T, kvh, D]
+        if plan is not None:  # fused decode: writes the new KV, reads each row's visible positions
+            o = plan.run(q.view(B, T, kvh, g, D), k, v.reshape(B, T, kvh, D).contiguous(), kc, vc)
+            return torch.nn.functional.linear(o.view(B, T, s.heads * D), L["wo"], L["bo"])  # o: heads in HF order
         kc[rows, :, pos] = k  # lane write: [B, T] index pairs <- [B, T, kvh, D]
         vc[rows, :, pos] = v.view(B, T, kvh, D)
         K, V = kc[row0:row0 + B, :, :Lm], vc[row0:row0 + B, :, :Lm]  # [B, kvh, Lm, D] views

@@ -49,7 +49,7 @@ def prefill(lm: FastLM, lanes: Lanes, store: PagedStore | None, prompts: list[tu
     for r, (p, s) in enumerate(zip(prompts, start)):
         tokens[r, : len(p) - s] = torch.tensor(p[s:], dtype=torch.long)
     st = torch.tensor(start, dtype=torch.long, device=lm.device)
-    hidden = lm.forward(tokens, st, scratch)  # [R, T, hidden]
+    hidden = lm.forward(tokens, st, scratch, fused=False)  # [R, T, hidden]; matmul attention, see forward
     last = torch.tensor([n - 1 for n in n_new], device=lm.device)
     logits = lm.logits(hidden[torch.arange(R, device=lm.device), last])  # [R, V]
     if store is not None:

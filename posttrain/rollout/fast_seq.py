@@ -27,6 +27,7 @@ class Seq:
     lps: list[float] = field(default_factory=list)
     reason: str = ""
     spec: Any = None  # speculator's per-sequence state (the n-gram index)
+    kv_group: int = -1  # sequences admitted from one prefill row share bit-identical prompt KV
 
     @property
     def tokens(self) -> list[int]:

@@ -118,6 +118,11 @@ def warp(logits: torch.Tensor, rp: RowParams) -> torch.Tensor:
 def sample(logits: torch.Tensor, rp: RowParams, pos: torch.Tensor, stream: int = STREAM_SAMPLE
            ) -> tuple[torch.Tensor, torch.Tensor]:
     """Tokens [B] and their raw logprobs [B] from fp32 logits [B, V] at positions pos [B]."""
+    if not rp.needs_warp and logits.device.type == "cpu" and logits.dtype == torch.float32 and fused_cpu():
+        from posttrain.rollout import cpu_kernels  # one pass per row in C: same noise, same draws
+
+        return cpu_kernels.sample_rows(logits, rp.temperature, rp.seed, rp.sample, pos, stream,
+                                       _col_keys(logits.shape[-1], logits.device))
     logp = logits.log_softmax(-1)  # [B, V] temperature 1: what the trainer recomputes
     if rp.all_greedy:
         tok = logits.argmax(-1)
@@ -128,6 +133,18 @@ def sample(logits: torch.Tensor, rp: RowParams, pos: torch.Tensor, stream: int =
         if rp.any_greedy:
             tok = torch.where(rp.temperature > 0, tok, logits.argmax(-1))
     return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
+
+
+_FUSED = {"on": True}  # tests switch the C path off to compare it with the tensor path
+
+
+def fused_cpu() -> bool:
+    """Whether `sample` may use the C sampler (cpu_kernels) for unwarped CPU fp32 rows."""
+    if not _FUSED["on"]:
+        return False
+    from posttrain.rollout import cpu_kernels
+
+    return cpu_kernels.available()
 
 
 def sample_from_probs(probs: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:

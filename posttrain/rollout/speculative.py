@@ -74,7 +74,8 @@ class _Base(abc.ABC):
         d = drafts.clamp(min=0)
         last = torch.tensor([s.last for s in seqs], device=dev)
         start = torch.tensor([s.pos for s in seqs], device=dev)  # KV length; last sits at index start
-        logits = lm.logits(lm.forward(torch.cat([last[:, None], d], 1), start, self.eng.lanes))  # [n, k+1, V]
+        logits = lm.logits(lm.forward(torch.cat([last[:, None], d], 1), start, self.eng.lanes,
+                                      shared=self.eng.shared_prefix()))  # [n, k+1, V]
         rp: RowParams = self.eng.row_params()
         V = logits.shape[-1]
         greedy = (rp.temperature == 0)[:, None]  # [n, 1]

@@ -1,0 +1,463 @@
+"""Fused decode attention for the `fast` engine on CPU (fp32): one query token per sequence.
+
+Why a kernel: at 512 decoding sequences, `matmul` + softmax + `matmul` over the lanes
+read every lane's keys and values at the lanes' full capacity (a narrower slice is a
+strided batch, which `bmm` copies first: measured 2.3x slower), and each small batched
+product pays a fixed cost. This kernel reads exactly each sequence's visible positions,
+in one pass per key head for all its query heads, and reads a GRPO group's shared prompt
+from one lane: a group's rows are visited one after another, so the prompt's keys come
+from cache for all but the first. (Cascade attention, done by visiting order instead of a
+second KV layout, so prefill, compaction and speculation keep the dense lanes.)
+
+The C source below is compiled once per machine with the system C compiler
+(`cc -O3 -march=native -fopenmp`) into ~/.cache/posttrain/kernels/ (POSTTRAIN_CACHE
+overrides the root), loaded with ctypes, and called on tensors' data pointers. No
+compiler, a failed build, or POSTTRAIN_NO_KERNELS=1 -> `available()` is False and the
+engine uses its torch attention; results agree to float rounding (tests/unit/rollout/
+test_cpu_kernels.py).
+
+Numerics match HF's eager attention in fp32: scores q.k * D^-0.5, softmax in fp32 with
+the max subtracted, then the probability-weighted sum of values; exp is a polynomial
+(relative error ~1e-7) so that the softmax loop vectorises. Outputs agree with the torch
+path to ~1e-6.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import torch
+
+_SOURCE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef float v8 __attribute__((vector_size(32)));  /* 8 floats: AVX2/AVX-512 ymm, 2x NEON */
+#define SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+
+static inline v8 load8(const float* p) { v8 v; memcpy(&v, p, sizeof v); return v; }
+static inline void store8(float* p, v8 v) { memcpy(p, &v, sizeof v); }
+
+/* a[j] holds 8 partial sums of dot j; returns the 8 dots (an 8x8 transpose-add, so one
+   reduction serves 8 keys instead of a horizontal sum per key). */
+static inline v8 hsum8x8(const v8* a) {
+    v8 b0 = SHUF(a[0], a[1], 0, 8, 2, 10, 4, 12, 6, 14) + SHUF(a[0], a[1], 1, 9, 3, 11, 5, 13, 7, 15);
+    v8 b1 = SHUF(a[2], a[3], 0, 8, 2, 10, 4, 12, 6, 14) + SHUF(a[2], a[3], 1, 9, 3, 11, 5, 13, 7, 15);
+    v8 b2 = SHUF(a[4], a[5], 0, 8, 2, 10, 4, 12, 6, 14) + SHUF(a[4], a[5], 1, 9, 3, 11, 5, 13, 7, 15);
+    v8 b3 = SHUF(a[6], a[7], 0, 8, 2, 10, 4, 12, 6, 14) + SHUF(a[6], a[7], 1, 9, 3, 11, 5, 13, 7, 15);
+    v8 c0 = SHUF(b0, b1, 0, 1, 8, 9, 4, 5, 12, 13) + SHUF(b0, b1, 2, 3, 10, 11, 6, 7, 14, 15);
+    v8 c1 = SHUF(b2, b3, 0, 1, 8, 9, 4, 5, 12, 13) + SHUF(b2, b3, 2, 3, 10, 11, 6, 7, 14, 15);
+    return SHUF(c0, c1, 0, 1, 2, 3, 8, 9, 10, 11) + SHUF(c0, c1, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+typedef int32_t vi8 __attribute__((vector_size(32)));
+
+static inline v8 splat(float x) { return (v8){x, x, x, x, x, x, x, x}; }
+static inline v8 select8(vi8 mask, v8 a, v8 b) { return (v8)(((vi8)a & mask) | ((vi8)b & ~mask)); }
+
+/* exp of 8 values <= 0 (Cephes expf: range reduction by ln 2, degree-6 polynomial; relative
+   error < 1e-7), in vector form because no scalar formulation (libm expf, floorf, a
+   union pun) let the compiler vectorise the softmax loop. */
+static inline v8 exp8(v8 x) {
+    x = select8(x < splat(-87.0f), splat(-87.0f), x);
+    const v8 t = x * 1.44269504088896341f + 0.5f;
+    vi8 e = __builtin_convertvector(t, vi8);  /* truncation; floor is one less below it */
+    e += (vi8)(__builtin_convertvector(e, v8) > t);  /* a true comparison is -1 */
+    const v8 fx = __builtin_convertvector(e, v8);
+    x = x - fx * 0.693359375f + fx * 2.12194440e-4f;
+    v8 y = splat(1.9875691500E-4f);
+    y = y * x + 1.3981999507E-3f;
+    y = y * x + 8.3334519073E-3f;
+    y = y * x + 4.1665795894E-2f;
+    y = y * x + 1.6666665459E-1f;
+    y = y * x + 5.0000001201E-1f;
+    y = y * x * x + x + 1.0f;
+    return y * (v8)((e + 127) << 23);  /* times 2^fx */
+}
+
+/* p[0..n-1] <- softmax(p[0..n-1]) */
+static inline void softmax(float* p, int64_t n) {
+    int64_t l = 0;
+    v8 mv = splat(-INFINITY);
+    for (; l + 8 <= n; l += 8) { v8 x = load8(p + l); mv = select8(x > mv, x, mv); }
+    float m = -INFINITY;
+    for (int j = 0; j < 8; j++) m = mv[j] > m ? mv[j] : m;
+    for (; l < n; l++) m = p[l] > m ? p[l] : m;
+    v8 zv = splat(0.f);
+    for (l = 0; l + 8 <= n; l += 8) { v8 y = exp8(load8(p + l) - m); store8(p + l, y); zv += y; }
+    float z = 0.f;
+    for (int j = 0; j < 8; j++) z += zv[j];
+    for (; l < n; l++) { p[l] = expf(p[l] - m); z += p[l]; }
+    const float inv = 1.f / z;
+    for (l = 0; l < n; l++) p[l] *= inv;
+}
+
+/* scores p[l] = (q . key l) * scale for l < n; key l = (l < sh ? ks : ko) + l * D */
+static inline __attribute__((always_inline)) void scores(const float* q, const float* ks, const float* ko, int64_t sh,
+                                                         int64_t n, int64_t D, float scale, float* p) {
+    int64_t l = 0;
+    if (D % 8 == 0 && D <= 256) {
+        for (; l + 8 <= n; l += 8) {
+            v8 a[8] = {0};
+            const float* k[8];
+            for (int j = 0; j < 8; j++) k[j] = (l + j < sh ? ks : ko) + (l + j) * D;
+            for (int64_t d = 0; d < D; d += 8) {
+                v8 qv = load8(q + d);
+                for (int j = 0; j < 8; j++) a[j] += qv * load8(k[j] + d);
+            }
+            store8(p + l, hsum8x8(a) * scale);
+        }
+    }
+    for (; l < n; l++) {
+        const float* k = (l < sh ? ks : ko) + l * D;
+        float s = 0.f;
+        for (int64_t d = 0; d < D; d++) s += q[d] * k[d];
+        p[l] = s * scale;
+    }
+}
+
+/* o = sum_l p[l] * value l, value l = (l < sh ? vs : vo) + l * D */
+static inline __attribute__((always_inline)) void weighted(const float* p, const float* vs, const float* vo, int64_t sh, int64_t n, int64_t D, float* o) {
+    if (D % 8 == 0 && D <= 256) {
+        v8 acc[32] = {0};
+        for (int64_t l = 0; l < n; l++) {
+            const float* v = (l < sh ? vs : vo) + l * D;
+            const v8 w = {p[l], p[l], p[l], p[l], p[l], p[l], p[l], p[l]};
+            for (int64_t c = 0; c < D / 8; c++) acc[c] += w * load8(v + 8 * c);
+        }
+        for (int64_t c = 0; c < D / 8; c++) store8(o + 8 * c, acc[c]);
+        return;
+    }
+    for (int64_t d = 0; d < D; d++) o[d] = 0.f;
+    for (int64_t l = 0; l < n; l++) {
+        const float* v = (l < sh ? vs : vo) + l * D;
+        for (int64_t d = 0; d < D; d++) o[d] += p[l] * v[d];
+    }
+}
+
+/* one query head: softmax(q . keys * scale) . values over positions 0..n-1 */
+static inline __attribute__((always_inline)) void attend(const float* q, const float* kc, const float* vc,
+                                                         int64_t from, int64_t own, int64_t sh, int64_t n, int64_t D,
+                                                         float scale, float* p, float* out) {
+    scores(q, kc + from, kc + own, sh, n, D, scale, p);
+    softmax(p, n);
+    weighted(p, vc + from, vc + own, sh, n, D, out);
+}
+
+/* Prefetch a (lane, head)'s own keys and values, positions sh..n-1, while the previous row
+   is computed: each is a few KB that no other row reads, so it comes from memory. */
+static inline void prefetch_own(const float* kc, const float* vc, int64_t lane, int64_t h, int64_t sh, int64_t n,
+                                int64_t KVH, int64_t CAP, int64_t D) {
+    const int64_t base = (lane * KVH + h) * CAP * D;
+    for (int64_t x = sh * D; x < n * D; x += 16) {
+        __builtin_prefetch(kc + base + x);
+        __builtin_prefetch(vc + base + x);
+    }
+}
+
+/* q [B, T, KVH, G, D], out [B, T, KVH, G, D]; knew, vnew [B, T, KVH, D]; kc, vc
+   [NL, KVH, CAP, D] (all contiguous). Row b writes its T new keys and values at positions
+   len[b]-1 .. len[b]+T-2 of lane rows[b]; its query t then attends to positions
+   0 .. len[b]-1+t, reading lane src[b] below shared[b] (the shared prompt, always before
+   the new positions) and its own lane from there on. order[B] is the visiting order (rows
+   sharing a prompt adjacent). Rows write only their own lane, at positions no other row
+   reads, so rows run in parallel. */
+int decode_attention(const float* q, const float* knew, const float* vnew, float* kc, float* vc, const int64_t* rows,
+                     const int64_t* len, const int64_t* src, const int64_t* shared,
+                     const int64_t* order, float* out, int64_t B, int64_t T, int64_t KVH, int64_t G,
+                     int64_t CAP, int64_t D, float scale, int nthreads) {
+    int failed = 0;
+    #pragma omp parallel num_threads(nthreads) if(nthreads > 1)
+    {
+        float* p = (float*)malloc(sizeof(float) * (size_t)(CAP + 8));  /* one query head's scores */
+        if (!p) {
+            #pragma omp atomic write
+            failed = 1;
+        }
+        #pragma omp for schedule(static)
+        for (int64_t i = 0; i < B; i++) {
+            if (!p) continue;
+            const int64_t b = order[i], n0 = len[b], sh = shared[b] < n0 - 1 ? shared[b] : n0 - 1;
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t h = 0; h < KVH; h++) {
+                    const int64_t at = ((rows[b] * KVH + h) * CAP + n0 - 1 + t) * D, from = ((b * T + t) * KVH + h) * D;
+                    memcpy(kc + at, knew + from, sizeof(float) * (size_t)D);
+                    memcpy(vc + at, vnew + from, sizeof(float) * (size_t)D);
+                }
+            if (i + 1 < B) {  /* the next row's own keys and values come from memory: start them now */
+                const int64_t b2 = order[i + 1], n2 = len[b2], sh2 = shared[b2] < n2 - 1 ? shared[b2] : n2 - 1;
+                for (int64_t h = 0; h < KVH; h++) prefetch_own(kc, vc, rows[b2], h, sh2, n2, KVH, CAP, D);
+            }
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t h = 0; h < KVH; h++) {
+                    const int64_t own = (rows[b] * KVH + h) * CAP * D, from = (src[b] * KVH + h) * CAP * D;
+                    for (int64_t g = 0; g < G; g++) {
+                        const int64_t qo = (((b * T + t) * KVH + h) * G + g) * D, n = n0 + t;
+                        switch (D) {  /* common head sizes get code with the size folded in */
+                        case 32: attend(q + qo, kc, vc, from, own, sh, n, 32, scale, p, out + qo); break;
+                        case 64: attend(q + qo, kc, vc, from, own, sh, n, 64, scale, p, out + qo); break;
+                        case 128: attend(q + qo, kc, vc, from, own, sh, n, 128, scale, p, out + qo); break;
+                        default: attend(q + qo, kc, vc, from, own, sh, n, D, scale, p, out + qo);
+                        }
+                    }
+                }
+        }
+        free(p);
+    }
+    return failed;
+}
+
+typedef uint32_t vu8 __attribute__((vector_size(32)));
+
+/* log of 8 positive normal floats (Cephes logf: mantissa in [sqrt(1/2), sqrt(2)), degree-8
+   polynomial; relative error ~1e-7), vectorised like exp8 */
+static inline v8 log8(v8 x) {
+    const vi8 xi = (vi8)x;
+    vi8 e = ((xi >> 23) & 0xff) - 126;
+    v8 m = (v8)((xi & 0x007fffff) | 0x3f000000);  /* [0.5, 1) */
+    const vi8 lt = (vi8)(m < splat(0.707106781186547524f));
+    e += lt;  /* -1 where m < sqrt(1/2): then m -> 2m */
+    m = m - 1.0f + (v8)((vi8)m & lt);
+    const v8 z = m * m;
+    v8 y = splat(7.0376836292E-2f);
+    y = y * m - 1.1514610310E-1f;
+    y = y * m + 1.1676998740E-1f;
+    y = y * m - 1.2420140846E-1f;
+    y = y * m + 1.4249322787E-1f;
+    y = y * m - 1.6668057665E-1f;
+    y = y * m + 2.0000714765E-1f;
+    y = y * m - 2.4999993993E-1f;
+    y = y * m + 3.3333331174E-1f;
+    y = y * m * z;
+    const v8 fe = __builtin_convertvector(e, v8);
+    y = y - 2.12194440e-4f * fe - 0.5f * z;
+    return m + y + 0.693359375f * fe;
+}
+
+/* lowbias32 (C. Wellons), the same hash as sampling.mix32, on 8 lanes */
+static inline vu8 mix32x8(vu8 x) {
+    x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; x ^= x >> 16;
+    return x;
+}
+static inline uint32_t mix32(uint32_t x) {
+    x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; x ^= x >> 16;
+    return x;
+}
+
+/* Per row b of logits [B, V]: the token (argmax of logits / temp + Gumbel noise drawn from
+   (row key, cols[v]) exactly as sampling.uniforms does, the row key being
+   sampling.row_keys(seed, sample, pos, stream); argmax of the logits when temp is 0) and
+   its raw log-probability (log_softmax at temperature 1). Ties go to the lowest id, as
+   torch.argmax. */
+int sample_rows(const float* logits, const float* temp, const int64_t* seed, const int64_t* sample,
+                const int64_t* pos, int64_t stream, const int64_t* cols, int64_t B, int64_t V, int64_t* tok,
+                float* lp, int nthreads) {
+    int failed = 0;
+    #pragma omp parallel num_threads(nthreads) if(nthreads > 1)
+    {
+        uint32_t* c32 = (uint32_t*)malloc(sizeof(uint32_t) * (size_t)(V + 8));
+        if (!c32) {
+            #pragma omp atomic write
+            failed = 1;
+        } else {
+            for (int64_t v = 0; v < V; v++) c32[v] = (uint32_t)cols[v];
+        }
+        #pragma omp for schedule(static)
+        for (int64_t b = 0; b < B; b++) {
+            if (!c32) continue;
+            const float* x = logits + b * V;
+            float m = -INFINITY;
+            int64_t best = 0;
+            for (int64_t v = 0; v < V; v++) if (x[v] > m) { m = x[v]; best = v; }
+            v8 zv = splat(0.f);
+            int64_t v = 0;
+            for (; v + 8 <= V; v += 8) zv += exp8(load8(x + v) - m);
+            float z = 0.f;
+            for (int j = 0; j < 8; j++) z += zv[j];
+            for (; v < V; v++) z += expf(x[v] - m);
+            if (temp[b] > 0.f) {
+                uint32_t key = mix32((uint32_t)seed[b] ^ (uint32_t)stream);
+                key = mix32(key ^ (uint32_t)((uint64_t)seed[b] >> 32));
+                key = mix32(key ^ (uint32_t)sample[b]);
+                key = mix32(key ^ (uint32_t)pos[b]);
+                const float inv_t = 1.f / temp[b];
+                float top = -INFINITY;
+                best = 0;
+                for (v = 0; v + 8 <= V; v += 8) {
+                    vu8 cv;
+                    memcpy(&cv, c32 + v, sizeof cv);
+                    const vu8 bits = mix32x8(cv ^ key) >> 8;
+                    const v8 u = (__builtin_convertvector(bits, v8) + 0.5f) * (1.0f / 16777216.0f);
+                    const v8 sc = load8(x + v) * inv_t - log8(-log8(u));
+                    for (int j = 0; j < 8; j++) if (sc[j] > top) { top = sc[j]; best = v + j; }
+                }
+                for (; v < V; v++) {
+                    const float u = ((float)(mix32(key ^ c32[v]) >> 8) + 0.5f) * (1.0f / 16777216.0f);
+                    const float sc = x[v] * inv_t - logf(-logf(u));
+                    if (sc > top) { top = sc; best = v; }
+                }
+            }
+            tok[b] = best;
+            lp[b] = (x[best] - m) - logf(z);
+        }
+        free(c32);
+    }
+    return failed;
+}
+"""
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+_error: str | None = None
+_I64, _F32 = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_float)
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("POSTTRAIN_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "posttrain")
+    return Path(root) / "kernels"
+
+
+def _build() -> ctypes.CDLL:
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        raise RuntimeError("no C compiler (cc/gcc) on PATH")
+    flags = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-ffp-contract=fast", "-shared", "-fPIC", "-std=c99"]
+    key = hashlib.sha256((_SOURCE + " ".join(flags) + cc).encode()).hexdigest()[:16]
+    out = _cache_dir() / f"decode_attention_{key}.so"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=out.parent) as tmp:  # build aside, then rename: no torn .so
+            src = Path(tmp) / "k.c"
+            src.write_text(_SOURCE)
+            so = Path(tmp) / "k.so"
+            r = subprocess.run([cc, *flags, str(src), "-o", str(so), "-lm"], capture_output=True, text=True,
+                               timeout=120)
+            if r.returncode != 0:
+                raise RuntimeError(f"{cc} failed: {r.stderr.strip()[:500]}")
+            os.replace(so, out)
+    lib = ctypes.CDLL(str(out))
+    fn = lib.decode_attention
+    fn.argtypes = [_F32, _F32, _F32, _F32, _F32, _I64, _I64, _I64, _I64, _I64, _F32] + [ctypes.c_int64] * 6 + [
+        ctypes.c_float, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    lib.sample_rows.argtypes = [_F32, _F32, _I64, _I64, _I64, ctypes.c_int64, _I64, ctypes.c_int64, ctypes.c_int64,
+                                _I64, _F32, ctypes.c_int]
+    lib.sample_rows.restype = ctypes.c_int
+    return lib
+
+
+def available() -> bool:
+    """True when the kernel is built and loaded (built on first call; False, once, on failure)."""
+    global _lib, _error
+    if _lib is not None:
+        return True
+    if _error is not None or os.environ.get("POSTTRAIN_NO_KERNELS") == "1":
+        return False
+    with _lock:
+        if _lib is None and _error is None:
+            try:
+                _lib = _build()
+            except Exception as e:  # noqa: BLE001 - any build/load failure means: use the torch path
+                _error = f"{type(e).__name__}: {e}"
+    return _lib is not None
+
+
+def build_error() -> str | None:
+    """Why the kernel is unavailable (None when it loaded or was not tried)."""
+    return _error
+
+
+def _ptr(t: torch.Tensor, kind: type) -> ctypes._Pointer:
+    return ctypes.cast(t.data_ptr(), kind)
+
+
+class DecodePlan:
+    """One decode step's row bookkeeping, checked once and shared by every layer's call.
+
+    rows [B]: each query row's lane (distinct); length [B]: positions its first query sees
+    (0..length-1, the last being its first new one); src [B]:
+    the lane that holds positions < shared[B] (default: the row's own lane, shared 0);
+    order [B]: the visiting order (default: sorted by src, so rows reading one prompt run
+    back to back and find it in cache). All int64, on CPU.
+    """
+
+    def __init__(self, rows: torch.Tensor, length: torch.Tensor, lanes: int, cap: int,
+                 src: torch.Tensor | None = None, shared: torch.Tensor | None = None,
+                 order: torch.Tensor | None = None) -> None:
+        if not available():
+            raise RuntimeError(f"decode attention kernel unavailable: {_error}")
+        self.rows = rows.to(torch.int64).contiguous()
+        self.length = length.to(torch.int64).contiguous()
+        self.src = self.rows if src is None else src.to(torch.int64).contiguous()
+        self.shared = torch.zeros_like(self.rows) if shared is None else shared.to(torch.int64).contiguous()
+        if order is None:
+            order = torch.argsort(self.src, stable=True) if src is not None else torch.arange(len(self.rows))
+        self.order = order.to(torch.int64).contiguous()
+        B = len(self.rows)
+        if not (len(self.length) == len(self.src) == len(self.shared) == len(self.order) == B):
+            raise ValueError("decode_attention: rows, length, src, shared and order differ in length")
+        if B and (int(self.length.min()) < 1 or int(self.length.max()) > cap or int(self.rows.min()) < 0
+                  or int(torch.maximum(self.rows, self.src).max()) >= lanes or int(self.src.min()) < 0):
+            raise ValueError(f"decode_attention: a row's lane or visible length is outside {lanes} lanes of {cap}")
+        if B and torch.unique(self.rows).numel() != B:  # rows write their lanes in parallel
+            raise ValueError("decode_attention: two rows share a lane")
+        self.cap, self.lanes = cap, lanes
+        self.longest = int(self.length.max()) if B else 0
+        self._ptrs = [_ptr(x, _I64) for x in (self.rows, self.length, self.src, self.shared, self.order)]
+
+    def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor
+            ) -> torch.Tensor:
+        """Write each row's T new keys and values k, v [B, T, kvh, D] into its lane at positions
+        length-1 .. length+T-2, then return the attention output [B, T, kvh, g, D] for the
+        queries q [B, T, kvh, g, D] (query t sees positions < length + t). kc, vc: one layer's
+        lanes [lanes, kvh, cap, D]. All fp32, contiguous."""
+        B, T, kvh, g, D = q.shape
+        ok = all(t.dtype == torch.float32 and t.is_contiguous() for t in (q, k, v, kc, vc))
+        if not (ok and tuple(kc.shape) == tuple(vc.shape) == (self.lanes, kvh, self.cap, D)
+                and tuple(k.shape) == tuple(v.shape) == (B, T, kvh, D) and B == len(self.rows)):
+            raise ValueError(f"decode_attention: fp32 contiguous q {tuple(q.shape)}, new keys {tuple(k.shape)} and "
+                             f"lanes {tuple(kc.shape)} matching the plan ({len(self.rows)} rows, {self.lanes} lanes "
+                             f"of {self.cap}) expected")
+        if B and self.longest + T - 1 > self.cap:
+            raise ValueError(f"decode_attention: {T} new positions after {self.longest - 1} overrun lanes of {self.cap}")
+        out = torch.empty_like(q)
+        rc = _lib.decode_attention(_ptr(q, _F32), _ptr(k, _F32), _ptr(v, _F32), _ptr(kc, _F32), _ptr(vc, _F32),
+                                   *self._ptrs, _ptr(out, _F32), B, T, kvh, g, self.cap, D, float(D) ** -0.5,
+                                   torch.get_num_threads())
+        if rc:
+            raise MemoryError("decode_attention: could not allocate the score buffer")
+        return out
+
+
+def sample_rows(logits: torch.Tensor, temperature: torch.Tensor, seed: torch.Tensor, sample: torch.Tensor,
+                pos: torch.Tensor, stream: int, cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tokens [B] (int64) and raw logprobs [B] for fp32 logits [B, V]: Gumbel-max at each row's
+    temperature [B] (0 = argmax) with the noise of sampling.uniforms(row_keys(seed, sample,
+    pos, stream), V), whose per-column keys are cols [V]. No top-k / top-p: sampling.sample
+    warps in torch first."""
+    if not available():
+        raise RuntimeError(f"CPU kernels unavailable: {_error}")
+    B, V = logits.shape
+    x = logits.contiguous()
+    if x.dtype != torch.float32 or x.device.type != "cpu" or cols.shape != (V,) \
+            or not all(t.shape == (B,) for t in (temperature, seed, sample, pos)):
+        raise ValueError(f"sample_rows: CPU fp32 logits [B, V] with [B] temperatures, seeds, sample indices and "
+                         f"positions and [V] column keys expected, got logits {tuple(x.shape)}")
+    t = temperature.to(torch.float32).contiguous()
+    ints = [a.to(torch.int64).contiguous() for a in (seed, sample, pos, cols)]
+    tok = torch.empty(B, dtype=torch.int64)
+    lp = torch.empty(B, dtype=torch.float32)
+    rc = _lib.sample_rows(_ptr(x, _F32), _ptr(t, _F32), *(_ptr(a, _I64) for a in ints[:3]), int(stream),
+                          _ptr(ints[3], _I64), B, V, _ptr(tok, _I64), _ptr(lp, _F32), torch.get_num_threads())
+    if rc:
+        raise MemoryError("sample_rows: could not allocate the column-key buffer")
+    return tok, lp
