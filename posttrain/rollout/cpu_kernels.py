@@ -159,26 +159,38 @@ static inline void prefetch_own(const float* kc, const float* vc, int64_t lane, 
                                 int64_t KVH, int64_t CAP, int64_t D) {
     const int64_t base = (lane * KVH + h) * CAP * D;
     for (int64_t x = sh * D; x < n * D; x += 16) {
-        __builtin_prefetch(kc + base + x);
-        __builtin_prefetch(vc + base + x);
+        __builtin_prefetch(kc + base + x, 0, 1);  /* low locality: measured faster than into L1 */
+        __builtin_prefetch(vc + base + x, 0, 1);
     }
 }
 
-/* q [B, T, KVH, G, D], out [B, T, KVH, G, D]; knew, vnew [B, T, KVH, D]; kc, vc
-   [NL, KVH, CAP, D] (all contiguous). Row b writes its T new keys and values at positions
-   len[b]-1 .. len[b]+T-2 of lane rows[b]; its query t then attends to positions
+/* y = HF rotary embedding of x (one head, D values) with this position's cos and sin:
+   x * cos + rotate_half(x) * sin, rotate_half(x) = (-x[D/2:], x[:D/2]) */
+static inline void rope(const float* x, const float* c, const float* s, int64_t D, float* y) {
+    const int64_t half = D / 2;
+    for (int64_t d = 0; d < half; d++) y[d] = x[d] * c[d] - x[d + half] * s[d];
+    for (int64_t d = half; d < D; d++) y[d] = x[d] * c[d] + x[d - half] * s[d];
+}
+
+/* qkv [B, T, (KVH*G + 2*KVH) * D]: the fused projection's output, queries (head h*G+g),
+   then keys, then values, before the rotary embedding; cos, sin [MAXPOS, D] (the model's
+   tables); kc, vc [NL, KVH, CAP, D]; out [B, T, KVH*G*D] (heads in HF order). All
+   contiguous. Row b rotates and writes its T new keys and values at positions
+   len[b]-1 .. len[b]+T-2 of lane rows[b]; its query t, rotated, then attends to positions
    0 .. len[b]-1+t, reading lane src[b] below shared[b] (the shared prompt, always before
    the new positions) and its own lane from there on. order[B] is the visiting order (rows
    sharing a prompt adjacent). Rows write only their own lane, at positions no other row
-   reads, so rows run in parallel. */
-int decode_attention(const float* q, const float* knew, const float* vnew, float* kc, float* vc, const int64_t* rows,
-                     const int64_t* len, const int64_t* src, const int64_t* shared,
+   reads, so rows run in parallel. D <= 256. */
+int decode_attention(const float* qkv, const float* cos, const float* sin, int64_t MAXPOS, float* kc, float* vc,
+                     const int64_t* rows, const int64_t* len, const int64_t* src, const int64_t* shared,
                      const int64_t* order, float* out, int64_t B, int64_t T, int64_t KVH, int64_t G,
                      int64_t CAP, int64_t D, float scale, int nthreads) {
+    const int64_t W = (KVH * G + 2 * KVH) * D;  /* one token's q|k|v */
     int failed = 0;
     #pragma omp parallel num_threads(nthreads) if(nthreads > 1)
     {
         float* p = (float*)malloc(sizeof(float) * (size_t)(CAP + 8));  /* one query head's scores */
+        float qr[256];  /* one rotated query head */
         if (!p) {
             #pragma omp atomic write
             failed = 1;
@@ -187,29 +199,35 @@ int decode_attention(const float* q, const float* knew, const float* vnew, float
         for (int64_t i = 0; i < B; i++) {
             if (!p) continue;
             const int64_t b = order[i], n0 = len[b], sh = shared[b] < n0 - 1 ? shared[b] : n0 - 1;
-            for (int64_t t = 0; t < T; t++)
+            for (int64_t t = 0; t < T; t++) {
+                const int64_t ps = n0 - 1 + t < MAXPOS ? n0 - 1 + t : MAXPOS - 1;  /* padding may run past */
+                const float* tok = qkv + (b * T + t) * W;
                 for (int64_t h = 0; h < KVH; h++) {
-                    const int64_t at = ((rows[b] * KVH + h) * CAP + n0 - 1 + t) * D, from = ((b * T + t) * KVH + h) * D;
-                    memcpy(kc + at, knew + from, sizeof(float) * (size_t)D);
-                    memcpy(vc + at, vnew + from, sizeof(float) * (size_t)D);
+                    const int64_t at = ((rows[b] * KVH + h) * CAP + n0 - 1 + t) * D;
+                    rope(tok + (KVH * G + h) * D, cos + ps * D, sin + ps * D, D, kc + at);
+                    memcpy(vc + at, tok + (KVH * G + KVH + h) * D, sizeof(float) * (size_t)D);
                 }
+            }
             if (i + 1 < B) {  /* the next row's own keys and values come from memory: start them now */
                 const int64_t b2 = order[i + 1], n2 = len[b2], sh2 = shared[b2] < n2 - 1 ? shared[b2] : n2 - 1;
                 for (int64_t h = 0; h < KVH; h++) prefetch_own(kc, vc, rows[b2], h, sh2, n2, KVH, CAP, D);
             }
-            for (int64_t t = 0; t < T; t++)
+            for (int64_t t = 0; t < T; t++) {
+                const int64_t n = n0 + t, ps = n - 1 < MAXPOS ? n - 1 : MAXPOS - 1;
                 for (int64_t h = 0; h < KVH; h++) {
                     const int64_t own = (rows[b] * KVH + h) * CAP * D, from = (src[b] * KVH + h) * CAP * D;
                     for (int64_t g = 0; g < G; g++) {
-                        const int64_t qo = (((b * T + t) * KVH + h) * G + g) * D, n = n0 + t;
+                        const int64_t head = ((b * T + t) * KVH + h) * G + g;
+                        rope(qkv + (b * T + t) * W + (h * G + g) * D, cos + ps * D, sin + ps * D, D, qr);
                         switch (D) {  /* common head sizes get code with the size folded in */
-                        case 32: attend(q + qo, kc, vc, from, own, sh, n, 32, scale, p, out + qo); break;
-                        case 64: attend(q + qo, kc, vc, from, own, sh, n, 64, scale, p, out + qo); break;
-                        case 128: attend(q + qo, kc, vc, from, own, sh, n, 128, scale, p, out + qo); break;
-                        default: attend(q + qo, kc, vc, from, own, sh, n, D, scale, p, out + qo);
+                        case 32: attend(qr, kc, vc, from, own, sh, n, 32, scale, p, out + head * D); break;
+                        case 64: attend(qr, kc, vc, from, own, sh, n, 64, scale, p, out + head * D); break;
+                        case 128: attend(qr, kc, vc, from, own, sh, n, 128, scale, p, out + head * D); break;
+                        default: attend(qr, kc, vc, from, own, sh, n, D, scale, p, out + head * D);
                         }
                     }
                 }
+            }
         }
         free(p);
     }
@@ -313,6 +331,28 @@ int sample_rows(const float* logits, const float* temp, const int64_t* seed, con
     }
     return failed;
 }
+
+/* out [N, I] = silu(gu[:, :I]) * gu[:, I:] for gu [N, 2I] (the fused gate|up projection):
+   one pass instead of two strided tensor ops; silu(x) = x / (1 + exp(-x)) with exp8 on
+   -|x| so its argument stays <= 0. */
+void silu_mul(const float* gu, float* out, int64_t N, int64_t I, int nthreads) {
+    #pragma omp parallel for schedule(static) num_threads(nthreads) if(nthreads > 1)
+    for (int64_t r = 0; r < N; r++) {
+        const float* g = gu + r * 2 * I;
+        const float* u = g + I;
+        float* o = out + r * I;
+        int64_t i = 0;
+        for (; i + 8 <= I; i += 8) {
+            const v8 x = load8(g + i);
+            const vi8 neg = (vi8)(x < splat(0.f));
+            const v8 e = exp8(select8(neg, x, -x));  /* exp(-|x|) */
+            /* sigmoid(x) = 1 / (1 + exp(-x)): for x < 0 it is e / (1 + e) */
+            const v8 sig = select8(neg, e / (1.0f + e), 1.0f / (1.0f + e));
+            store8(o + i, x * sig * load8(u + i));
+        }
+        for (; i < I; i++) o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    }
+}
 """
 
 _lock = threading.Lock()
@@ -346,12 +386,15 @@ def _build() -> ctypes.CDLL:
             os.replace(so, out)
     lib = ctypes.CDLL(str(out))
     fn = lib.decode_attention
-    fn.argtypes = [_F32, _F32, _F32, _F32, _F32, _I64, _I64, _I64, _I64, _I64, _F32] + [ctypes.c_int64] * 6 + [
+    fn.argtypes = [_F32, _F32, _F32, ctypes.c_int64, _F32, _F32, _I64, _I64, _I64, _I64, _I64, _F32] + [
+        ctypes.c_int64] * 6 + [
         ctypes.c_float, ctypes.c_int]
     fn.restype = ctypes.c_int
     lib.sample_rows.argtypes = [_F32, _F32, _I64, _I64, _I64, ctypes.c_int64, _I64, ctypes.c_int64, ctypes.c_int64,
                                 _I64, _F32, ctypes.c_int]
     lib.sample_rows.restype = ctypes.c_int
+    lib.silu_mul.argtypes = [_F32, _F32, ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
+    lib.silu_mul.restype = None
     return lib
 
 
@@ -414,25 +457,28 @@ class DecodePlan:
         self.longest = int(self.length.max()) if B else 0
         self._ptrs = [_ptr(x, _I64) for x in (self.rows, self.length, self.src, self.shared, self.order)]
 
-    def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor
-            ) -> torch.Tensor:
-        """Write each row's T new keys and values k, v [B, T, kvh, D] into its lane at positions
-        length-1 .. length+T-2, then return the attention output [B, T, kvh, g, D] for the
-        queries q [B, T, kvh, g, D] (query t sees positions < length + t). kc, vc: one layer's
-        lanes [lanes, kvh, cap, D]. All fp32, contiguous."""
-        B, T, kvh, g, D = q.shape
-        ok = all(t.dtype == torch.float32 and t.is_contiguous() for t in (q, k, v, kc, vc))
-        if not (ok and tuple(kc.shape) == tuple(vc.shape) == (self.lanes, kvh, self.cap, D)
-                and tuple(k.shape) == tuple(v.shape) == (B, T, kvh, D) and B == len(self.rows)):
-            raise ValueError(f"decode_attention: fp32 contiguous q {tuple(q.shape)}, new keys {tuple(k.shape)} and "
-                             f"lanes {tuple(kc.shape)} matching the plan ({len(self.rows)} rows, {self.lanes} lanes "
-                             f"of {self.cap}) expected")
+    def run(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
+            heads: int) -> torch.Tensor:
+        """Attention output [B, T, heads * D] from the fused projection qkv [B, T, (heads + 2 kvh) D]
+        (before the rotary embedding; cos, sin [max_pos, D] are the model's tables). Each row's
+        T new keys (rotated) and values go into its lane at positions length-1 .. length+T-2;
+        query t (rotated) sees positions < length + t. kc, vc: one layer's lanes
+        [lanes, kvh, cap, D]. All fp32, contiguous."""
+        B, T, W = qkv.shape
+        _, kvh, cap, D = kc.shape
+        ok = all(t.dtype == torch.float32 and t.is_contiguous() for t in (qkv, cos, sin, kc, vc))
+        if not (ok and tuple(kc.shape) == tuple(vc.shape) == (self.lanes, kvh, self.cap, D) and heads % kvh == 0
+                and W == (heads + 2 * kvh) * D and B == len(self.rows) and D <= 256
+                and cos.shape == sin.shape and cos.shape[-1] == D):
+            raise ValueError(f"decode_attention: fp32 contiguous qkv {tuple(qkv.shape)} for {heads} heads, rotary "
+                             f"tables {tuple(cos.shape)} and lanes {tuple(kc.shape)} matching the plan "
+                             f"({len(self.rows)} rows, {self.lanes} lanes of {self.cap}, head size <= 256) expected")
         if B and self.longest + T - 1 > self.cap:
             raise ValueError(f"decode_attention: {T} new positions after {self.longest - 1} overrun lanes of {self.cap}")
-        out = torch.empty_like(q)
-        rc = _lib.decode_attention(_ptr(q, _F32), _ptr(k, _F32), _ptr(v, _F32), _ptr(kc, _F32), _ptr(vc, _F32),
-                                   *self._ptrs, _ptr(out, _F32), B, T, kvh, g, self.cap, D, float(D) ** -0.5,
-                                   torch.get_num_threads())
+        out = torch.empty(B, T, heads * D, dtype=torch.float32)
+        rc = _lib.decode_attention(_ptr(qkv, _F32), _ptr(cos, _F32), _ptr(sin, _F32), cos.shape[0], _ptr(kc, _F32),
+                                   _ptr(vc, _F32), *self._ptrs, _ptr(out, _F32), B, T, kvh, heads // kvh, self.cap, D,
+                                   float(D) ** -0.5, torch.get_num_threads())
         if rc:
             raise MemoryError("decode_attention: could not allocate the score buffer")
         return out
@@ -461,3 +507,15 @@ def sample_rows(logits: torch.Tensor, temperature: torch.Tensor, seed: torch.Ten
     if rc:
         raise MemoryError("sample_rows: could not allocate the column-key buffer")
     return tok, lp
+
+
+def silu_mul(gu: torch.Tensor) -> torch.Tensor:
+    """silu(gate) * up for the fused projection gu [..., 2I] (fp32, contiguous) -> [..., I]."""
+    if not available():
+        raise RuntimeError(f"CPU kernels unavailable: {_error}")
+    if gu.dtype != torch.float32 or not gu.is_contiguous() or gu.device.type != "cpu" or gu.shape[-1] % 2:
+        raise ValueError(f"silu_mul: contiguous CPU fp32 [..., 2I] expected, got {gu.dtype} {tuple(gu.shape)}")
+    inter = gu.shape[-1] // 2
+    out = torch.empty(*gu.shape[:-1], inter, dtype=torch.float32)
+    _lib.silu_mul(_ptr(gu, _F32), _ptr(out, _F32), gu.numel() // gu.shape[-1], inter, torch.get_num_threads())
+    return out

@@ -184,15 +184,15 @@ class FastLM:
         B, T = tokens.shape
         pos = start[:, None] + torch.arange(T, device=tokens.device)  # [B, T]
         rows = torch.arange(row0, row0 + B, device=tokens.device)[:, None].expand(B, T)  # [B, T]
-        rpos = pos.clamp(max=self.cos.shape[0] - 1)  # padding queries may run past the table
-        cos, sin = self.cos[rpos][:, :, None], self.sin[rpos][:, :, None]  # [B, T, 1, D]
         plan = None
         if fused and T <= FUSED_MAX_T and width is None and self.fused_decode and self.device.type == "cpu" \
-                and self.dtype == torch.float32 and cpu_kernels.available():
+                and self.dtype == torch.float32 and s.head_dim <= 256 and cpu_kernels.available():
             plan = cpu_kernels.DecodePlan(rows[:, 0], start + 1, lanes.n, lanes.cap,
-                                            *(shared if shared is not None else (None, None, None)))
-            mask, Lm = None, 0
+                                          *(shared if shared is not None else (None, None, None)))
+            mask, Lm, cos, sin = None, 0, None, None  # the kernel rotates with the tables itself
         else:
+            rpos = pos.clamp(max=self.cos.shape[0] - 1)  # padding queries may run past the table
+            cos, sin = self.cos[rpos][:, :, None], self.sin[rpos][:, :, None]  # [B, T, 1, D]
             if width is None:
                 need = int(start.max()) + T
                 # a slice narrower than the lane makes matmul copy K/V first (measured 2.3x slower
@@ -209,8 +209,12 @@ class FastLM:
             x = x + h
             h = _rms(x, L["post_norm"], s.eps)
             gu = torch.nn.functional.linear(h, L["wgu"], L["bgu"])  # [B, T, 2I]
-            g, u = gu.split(s.inter, dim=-1)
-            x = x + torch.nn.functional.linear(torch.nn.functional.silu(g) * u, L["wd"], L["bd"])
+            if plan is not None:  # the fused path: one pass over gate|up
+                act = cpu_kernels.silu_mul(gu)  # [B, T, I]
+            else:
+                g, u = gu.split(s.inter, dim=-1)
+                act = torch.nn.functional.silu(g) * u
+            x = x + torch.nn.functional.linear(act, L["wd"], L["bd"])
         return _rms(x, self.final_norm, s.eps)
 
     def _attention(self, h: torch.Tensor, L: dict, kc: torch.Tensor, vc: torch.Tensor, rows: torch.Tensor,
@@ -220,12 +224,12 @@ class FastLM:
         B, T, _ = h.shape
         D, kvh, g = s.head_dim, s.kv_heads, s.group
         qkv = torch.nn.functional.linear(h, L["wqkv"], L["bqkv"])  # [B, T, (H + 2kvh) D]
+        if plan is not None:  # fused: rotary, KV write and attention over each row's visible positions
+            o = plan.run(qkv, self.cos, self.sin, kc, vc, s.heads)  # [B, T, H D], heads in HF order
+            return torch.nn.functional.linear(o, L["wo"], L["bo"])
         q, k, v = qkv.split((s.heads * D, kvh * D, kvh * D), dim=-1)
         q = _rotate(q.view(B, T, s.heads, D), cos, sin)  # [B, T, H, D]
         k = _rotate(k.view(B, T, kvh, D), cos, sin)  # [B, T, kvh, D]
-        if plan is not None:  # fused decode: writes the new KV, reads each row's visible positions
-            o = plan.run(q.view(B, T, kvh, g, D), k, v.reshape(B, T, kvh, D).contiguous(), kc, vc)
-            return torch.nn.functional.linear(o.view(B, T, s.heads * D), L["wo"], L["bo"])  # o: heads in HF order
         kc[rows, :, pos] = k  # lane write: [B, T] index pairs <- [B, T, kvh, D]
         vc[rows, :, pos] = v.view(B, T, kvh, D)
         K, V = kc[row0:row0 + B, :, :Lm], vc[row0:row0 + B, :, :Lm]  # [B, kvh, Lm, D] views

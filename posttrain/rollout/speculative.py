@@ -78,6 +78,11 @@ class _Base(abc.ABC):
                                       shared=self.eng.shared_prefix()))  # [n, k+1, V]
         rp: RowParams = self.eng.row_params()
         V = logits.shape[-1]
+        if rp.all_greedy:  # keep d iff it is the argmax: no distributions, no noise (overhead-bound steps)
+            best = logits.argmax(-1)  # [n, k+1]
+            a = ((best[:, :k] == d) & valid).long().cumprod(1).sum(1)  # [n] accepted drafts
+            toks = torch.cat([d, best[:, k:]], 1).scatter(1, a[:, None], best.gather(1, a[:, None]))  # [n, k+1]
+            return self._emit(seqs, toks, logits, a, valid)
         greedy = (rp.temperature == 0)[:, None]  # [n, 1]
         P = warp(logits.reshape(n * (k + 1), V), rp.select(torch.arange(n, device=dev).repeat_interleave(k + 1)))
         P = P.softmax(-1).view(n, k + 1, V)  # target's sampling distribution
@@ -101,10 +106,15 @@ class _Base(abc.ABC):
         final = sample_from_probs(dist, row_keys(rp.seed, rp.sample, pos[rows, a], STREAM_RESIDUAL))
         final = torch.where(greedy[:, 0], logits[rows, a].argmax(-1), final)
         toks = torch.cat([d, final[:, None]], 1).scatter(1, a[:, None], final[:, None])  # [n, k+1]
+        return self._emit(seqs, toks, logits, a, valid)
+
+    def _emit(self, seqs: list[Seq], toks: torch.Tensor, logits: torch.Tensor, a: torch.Tensor, valid: torch.Tensor
+              ) -> list[tuple[Seq, list[int], list[float]]]:
+        """Each row's accepted drafts and its own token (toks [n, k+1], a [n] accepted) with raw logprobs."""
         lps = logits.log_softmax(-1).gather(-1, toks[..., None])[..., 0]  # [n, k+1]
         out, a_list, t_list, l_list = [], a.tolist(), toks.tolist(), lps.tolist()
         self.steps += 1
-        self.rows += n
+        self.rows += len(seqs)
         self.proposed += int(valid.sum())
         self.accepted += sum(a_list)
         for s, ai, tl, ll in zip(seqs, a_list, t_list, l_list):

@@ -27,13 +27,23 @@ def _lanes(n=12, kvh=2, cap=40, D=16, seed=0):
     return torch.randn(n, kvh, cap, D, generator=g), torch.randn(n, kvh, cap, D, generator=g)
 
 
+NO_ROTATION = (torch.ones(64, 16), torch.zeros(64, 16))  # cos, sin tables that leave vectors as they are
+
+
+def _run(plan, q, k, v, kc, vc, rope=NO_ROTATION):
+    """plan.run on separate q [B, T, kvh, g, D], k, v [B, T, kvh, D]: packed as the fused projection."""
+    B, T, kvh, g, D = q.shape
+    qkv = torch.cat([q.reshape(B, T, -1), k.reshape(B, T, -1), v.reshape(B, T, -1)], -1).contiguous()
+    return plan.run(qkv, *rope, kc, vc, kvh * g).view(B, T, kvh, g, D)
+
+
 @pytest.mark.parametrize("g", [1, 3])
 def test_matches_softmax_attention_on_own_lanes(g):
     kc, vc = _lanes()
     rows = torch.tensor([3, 0, 7, 11, 5])
     length = torch.tensor([1, 40, 17, 9, 33])
     q, k, v = torch.randn(5, 1, 2, g, 16), torch.randn(5, 1, 2, 16), torch.randn(5, 1, 2, 16)
-    out = ca.DecodePlan(rows, length, 12, 40).run(q, k, v, kc, vc)[:, 0]
+    out = _run(ca.DecodePlan(rows, length, 12, 40), q, k, v, kc, vc)[:, 0]
     assert (out - _reference(q[:, 0], kc, vc, rows, length)).abs().max() < 1e-5
 
 
@@ -41,7 +51,7 @@ def test_several_new_tokens_attend_causally():
     kc, vc = _lanes()
     rows, length, T = torch.tensor([3, 0]), torch.tensor([5, 1]), 4
     q, k, v = torch.randn(2, T, 2, 1, 16), torch.randn(2, T, 2, 16), torch.randn(2, T, 2, 16)
-    out = ca.DecodePlan(rows, length, 12, 40).run(q, k, v, kc, vc)  # [2, T, 2, 1, 16]
+    out = _run(ca.DecodePlan(rows, length, 12, 40), q, k, v, kc, vc)  # [2, T, 2, 1, 16]
     for t in range(T):
         assert (out[:, t] - _reference(q[:, t], kc, vc, rows, length + t)).abs().max() < 1e-5
 
@@ -50,8 +60,23 @@ def test_new_keys_and_values_are_written_at_the_last_position():
     kc, vc = _lanes()
     rows, length = torch.tensor([3, 0]), torch.tensor([5, 1])
     k, v = torch.randn(2, 1, 2, 16), torch.randn(2, 1, 2, 16)
-    ca.DecodePlan(rows, length, 12, 40).run(torch.randn(2, 1, 2, 1, 16), k, v, kc, vc)
+    _run(ca.DecodePlan(rows, length, 12, 40), torch.randn(2, 1, 2, 1, 16), k, v, kc, vc)
     assert torch.equal(kc[3, :, 4], k[0, 0]) and torch.equal(vc[0, :, 0], v[1, 0])
+
+
+def test_keys_and_queries_get_the_models_rotary_embedding():
+    from posttrain.rollout.fast_model import _rotate
+
+    g = torch.Generator().manual_seed(1)
+    cos, sin = torch.randn(64, 16, generator=g), torch.randn(64, 16, generator=g)
+    kc, vc = _lanes()
+    rows, length = torch.tensor([3]), torch.tensor([7])
+    q, k, v = torch.randn(1, 1, 2, 1, 16), torch.randn(1, 1, 2, 16), torch.randn(1, 1, 2, 16)
+    out = _run(ca.DecodePlan(rows, length, 12, 40), q, k, v, kc, vc, (cos, sin))
+    c, s_ = cos[6][None, None, None], sin[6][None, None, None]  # position 6, [1, 1, 1, D]
+    assert (kc[3, :, 6] - _rotate(k, c, s_)[0, 0]).abs().max() < 1e-5
+    want = _reference(_rotate(q.view(1, 1, 2, 16), c, s_).view(1, 2, 1, 16), kc, vc, rows, length)
+    assert (out[:, 0] - want).abs().max() < 1e-5
 
 
 def test_shared_prefix_is_read_from_the_source_lane():
@@ -61,7 +86,7 @@ def test_shared_prefix_is_read_from_the_source_lane():
     k, v = kc[4:5, None, :, 24].clone(), vc[4:5, None, :, 24].clone()
     kc[4, :, :10] = vc[4, :, :10] = float("nan")  # the row must not read its own prompt copy
     plan = ca.DecodePlan(torch.tensor([4]), torch.tensor([25]), 12, 40, torch.tensor([2]), torch.tensor([10]))
-    out = plan.run(q[:, None], k, v, kc, vc)[:, 0]
+    out = _run(plan, q[:, None], k, v, kc, vc)[:, 0]
     assert (out - want).abs().max() < 1e-5
 
 
@@ -69,8 +94,8 @@ def test_visiting_order_does_not_change_the_result():
     kc, vc = _lanes()
     rows, length = torch.arange(8), torch.arange(5, 13)
     q, k, v = torch.randn(8, 1, 2, 1, 16), torch.randn(8, 1, 2, 16), torch.randn(8, 1, 2, 16)
-    a = ca.DecodePlan(rows, length, 12, 40, order=torch.arange(8)).run(q, k, v, kc, vc)
-    b = ca.DecodePlan(rows, length, 12, 40, order=torch.tensor([7, 2, 5, 0, 1, 6, 3, 4])).run(q, k, v, kc, vc)
+    a = _run(ca.DecodePlan(rows, length, 12, 40, order=torch.arange(8)), q, k, v, kc, vc)
+    b = _run(ca.DecodePlan(rows, length, 12, 40, order=torch.tensor([7, 2, 5, 0, 1, 6, 3, 4])), q, k, v, kc, vc)
     assert torch.equal(a, b)
 
 
@@ -89,15 +114,15 @@ def test_wrong_lane_shape_is_rejected():
     kc, vc = _lanes()
     plan = ca.DecodePlan(torch.tensor([0]), torch.tensor([3]), 12, 40)
     with pytest.raises(ValueError, match="matching the plan"):
-        plan.run(torch.randn(1, 1, 2, 1, 16), torch.randn(1, 1, 2, 16), torch.randn(1, 1, 2, 16),
-                 kc[:, :, :20].contiguous(), vc[:, :, :20].contiguous())
+        _run(plan, torch.randn(1, 1, 2, 1, 16), torch.randn(1, 1, 2, 16), torch.randn(1, 1, 2, 16),
+             kc[:, :, :20].contiguous(), vc[:, :, :20].contiguous())
 
 
 def test_new_positions_past_the_lane_are_rejected():
     kc, vc = _lanes()
     plan = ca.DecodePlan(torch.tensor([0]), torch.tensor([38]), 12, 40)
     with pytest.raises(ValueError, match="overrun lanes of 40"):
-        plan.run(torch.randn(1, 4, 2, 1, 16), torch.randn(1, 4, 2, 16), torch.randn(1, 4, 2, 16), kc, vc)
+        _run(plan, torch.randn(1, 4, 2, 1, 16), torch.randn(1, 4, 2, 16), torch.randn(1, 4, 2, 16), kc, vc)
 
 
 def test_a_build_failure_falls_back(monkeypatch, tmp_path):
@@ -134,3 +159,9 @@ def test_c_sampler_draws_what_the_tensor_sampler_draws(monkeypatch):
     monkeypatch.setitem(sampling._FUSED, "on", False)
     plain = sampling.sample(logits, rp, pos)
     assert torch.equal(fused[0], plain[0]) and (fused[1] - plain[1]).abs().max() < 1e-5
+
+
+def test_silu_mul_matches_the_tensor_ops():
+    gu = torch.randn(3, 5, 2 * 37) * 20  # large |x| on both sides; 37 leaves a scalar tail
+    g, u = gu.split(37, dim=-1)
+    assert (ca.silu_mul(gu) - torch.nn.functional.silu(g) * u).abs().max() < 1e-4
