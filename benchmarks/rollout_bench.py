@@ -4,7 +4,8 @@
 
 Everything runs in one process on the tiny default model (build_tiny, fp32), engines
 interleaved per repeat, medians reported. The compute floor is measured in the same run:
-the model's own HF forward over a batch of single tokens, no cache, no sampling.
+the model's own HF forward over a batch of single tokens, no cache, no sampling. `fast`
+is also run without its C kernels (rollout/cpu_kernels.py) to show what they add.
 
 Regimes (GRPO-shaped: P prompts x group 8, prompts of 16-48 tokens, 64 new tokens,
 temperature 1):
@@ -67,10 +68,13 @@ def regime(model, tok, name: str, prompts: int, repeats: int) -> dict:
     reqs = grpo_requests(tok, prompts, 8, 64)
     hf = HFEngine(model, tok, max_batch=512)
     fast = FastEngine(model, tok, max_batch=512)
+    tensor = FastEngine(model, tok, max_batch=512)  # the same engine without the C kernels (cpu_kernels.py)
+    tensor.lm.fused_decode = False
     fast.generate(reqs[:1])  # warm-up: lanes allocated, first-call paths taken
     hf.generate(reqs[:1])
+    without_kernels(lambda: tensor.generate(reqs[:1]))
     rows = {"hf": [], "fast": []}
-    steps, floors = [], []
+    steps, floors, tensor_steps = [], [], []
     for _ in range(repeats):  # engines and floor interleaved, so load drift hits all alike
         dt, outs = timed(lambda: hf.generate(reqs))
         rows["hf"].append((dt, sum(len(o.token_ids) for o in outs)))
@@ -81,6 +85,10 @@ def regime(model, tok, name: str, prompts: int, repeats: int) -> dict:
         n = fast.counters["decode_steps"] - before["decode_steps"]
         steps.append((fast.counters["decode_s"] - before["decode_s"]) / n * 1e3)
         floors.append(floor_ms(model, prompts * 8))
+        before = dict(tensor.counters)
+        without_kernels(lambda: tensor.generate(reqs))
+        n = tensor.counters["decode_steps"] - before["decode_steps"]
+        tensor_steps.append((tensor.counters["decode_s"] - before["decode_s"]) / n * 1e3)
     res = {"name": name, "seqs": prompts * 8, "floor_ms": statistics.median(floors)}
     for k, v in rows.items():
         res[k + "_tps"] = statistics.median(t / s for s, t in v)
@@ -91,12 +99,26 @@ def regime(model, tok, name: str, prompts: int, repeats: int) -> dict:
     # per repeat: fast's step over the mean of the floors measured just before and after it
     res["fast_floor_ratio"] = statistics.median(st / ((floors[2 * i] + floors[2 * i + 1]) / 2)
                                                 for i, st in enumerate(steps))
+    res["tensor_step_ms"] = statistics.median(tensor_steps)
+    res["tensor_floor_ratio"] = statistics.median(st / ((floors[2 * i] + floors[2 * i + 1]) / 2)
+                                                  for i, st in enumerate(tensor_steps))
     res["hit_rate"] = fast.stats()["prefix_cache_hit_rate"]
     state = model.state_dict()
     syncs = [fast.load_weights(state, version=v + 1).total_s for v in range(5)]
     res["sync_ms"] = statistics.median(syncs) * 1e3
     res["sync_frac"] = res["sync_ms"] / 1e3 / res["fast_wall"]
     return res
+
+
+def without_kernels(fn):
+    """Run fn with sampling on the tensor path too (the engine's attention is switched per engine)."""
+    from posttrain.rollout import sampling
+
+    sampling._FUSED["on"] = False
+    try:
+        return fn()
+    finally:
+        sampling._FUSED["on"] = True
 
 
 def copy_batch(tok, n: int, g: torch.Generator) -> tuple[list[list[int]], list[int]]:
@@ -178,6 +200,9 @@ def main() -> None:
         print(f"| {name} | {r['seqs']} | {r['hf_tps']:.0f} | {r['fast_tps']:.0f} | **{r['fast_tps'] / r['hf_tps']:.2f}x** "
               f"| {r['floor_ms']:.2f} | {r['hf_step_ms']:.2f} | {r['fast_step_ms']:.2f} | {r['hf_step_ms'] / r['floor_ms']:.2f} "
               f"| **{r['fast_floor_ratio']:.2f}** | {r['hit_rate']:.3f} |", flush=True)
+        print(f"  fast without its C kernels (tensor path, same run): {r['tensor_step_ms']:.2f} ms/step = "
+              f"{r['tensor_floor_ratio']:.2f}x the floor; with them {r['fast_step_ms']:.2f} ms/step "
+              f"({r['tensor_step_ms'] / r['fast_step_ms']:.2f}x faster)", flush=True)
         print(f"  weight sync (load_weights + verify, {n_params / 1e6:.2f}M params): {r['sync_ms']:.1f} ms = "
               f"{100 * r['sync_frac']:.2f}% of this regime's fast generate call", flush=True)
     spec = speculative(tok, a.repeats, a.copy_steps)
