@@ -112,13 +112,10 @@ def regime(model, tok, name: str, prompts: int, repeats: int) -> dict:
 
 def without_kernels(fn):
     """Run fn with sampling on the tensor path too (the engine's attention is switched per engine)."""
-    from posttrain.rollout import sampling
+    from posttrain.rollout.sampling import tensor_path
 
-    sampling._FUSED["on"] = False
-    try:
+    with tensor_path():
         return fn()
-    finally:
-        sampling._FUSED["on"] = True
 
 
 def copy_batch(tok, n: int, g: torch.Generator) -> tuple[list[list[int]], list[int]]:

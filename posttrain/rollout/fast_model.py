@@ -218,8 +218,10 @@ class FastLM:
         return _rms(x, self.final_norm, s.eps)
 
     def _attention(self, h: torch.Tensor, L: dict, kc: torch.Tensor, vc: torch.Tensor, rows: torch.Tensor,
-                   pos: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None, row0: int,
-                   Lm: int, plan: "cpu_kernels.DecodePlan | None" = None) -> torch.Tensor:
+                   pos: torch.Tensor, cos: torch.Tensor | None, sin: torch.Tensor | None, mask: torch.Tensor | None,
+                   row0: int, Lm: int, plan: "cpu_kernels.DecodePlan | None" = None) -> torch.Tensor:
+        """One layer's attention output [B, T, hidden]: through `plan` (the C kernel, which
+        rotates with the model's tables) or the tensor path (cos, sin, mask given)."""
         s = self.shape
         B, T, _ = h.shape
         D, kvh, g = s.head_dim, s.kv_heads, s.group

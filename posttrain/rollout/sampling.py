@@ -16,7 +16,9 @@ one; probabilities below ~1e-7 are sampled at a slightly wrong rate.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 
@@ -135,7 +137,7 @@ def sample(logits: torch.Tensor, rp: RowParams, pos: torch.Tensor, stream: int =
     return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
 
 
-_FUSED = {"on": True}  # tests switch the C path off to compare it with the tensor path
+_FUSED = {"on": True}  # off inside tensor_path()
 
 
 def fused_cpu() -> bool:
@@ -145,6 +147,18 @@ def fused_cpu() -> bool:
     from posttrain.rollout import cpu_kernels
 
     return cpu_kernels.available()
+
+
+@contextmanager
+def tensor_path() -> Iterator[None]:
+    """Within the block, `sample` uses its tensor ops even where the C sampler is available
+    (tests and benchmarks compare the two). Process-wide: not for concurrent generation."""
+    before = _FUSED["on"]
+    _FUSED["on"] = False
+    try:
+        yield
+    finally:
+        _FUSED["on"] = before
 
 
 def sample_from_probs(probs: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:

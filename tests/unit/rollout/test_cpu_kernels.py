@@ -147,7 +147,7 @@ def test_engine_outputs_equal_with_and_without_the_kernel(tiny):
     assert max(abs(x - y) for o, p in zip(a, b) for x, y in zip(o.logprobs, p.logprobs)) < 1e-5
 
 
-def test_c_sampler_draws_what_the_tensor_sampler_draws(monkeypatch):
+def test_c_sampler_draws_what_the_tensor_sampler_draws():
     from posttrain.rollout import sampling
 
     logits = torch.randn(256, 300, generator=torch.Generator().manual_seed(0)) * 3
@@ -156,8 +156,8 @@ def test_c_sampler_draws_what_the_tensor_sampler_draws(monkeypatch):
                                   torch.device("cpu"))
     pos = torch.arange(256) % 17
     fused = sampling.sample(logits, rp, pos)
-    monkeypatch.setitem(sampling._FUSED, "on", False)
-    plain = sampling.sample(logits, rp, pos)
+    with sampling.tensor_path():
+        plain = sampling.sample(logits, rp, pos)
     assert torch.equal(fused[0], plain[0]) and (fused[1] - plain[1]).abs().max() < 1e-5
 
 
