@@ -37,6 +37,7 @@ from posttrain.rollout.engine import Completion, GenRequest
 from posttrain.rollout.fast_model import FastLM
 from posttrain.rollout.fast_prefill import PrefillStats, prefill
 from posttrain.rollout.fast_seq import Finisher, Seq
+from posttrain.rollout.fast_vision import ImageEncoder, is_vlm
 from posttrain.rollout.kv_cache import PagedStore
 from posttrain.rollout.sampling import RowParams, sample
 from posttrain.rollout import speculative as _speculators  # noqa: F401  registers 'ngram', 'draft'
@@ -78,7 +79,15 @@ class FastEngine:
         per_block = 2 * s.layers * s.kv_heads * block_size * s.head_dim * self.lm.embed.element_size()
         self.store = PagedStore(s.layers, s.kv_heads, s.head_dim, max(1, int(cache_mb * 2**20 // per_block)),
                                 block_size, self.lm.dtype, self.lm.device)
+        self.vision = ImageEncoder.from_hf(model) if is_vlm(model) else None  # LLaVA-style VLM: images
+        self._views = {**self.lm.views, **(self.vision.views if self.vision else {})}
+        from posttrain.models.vlm import model_name
+
+        self._model_name = model_name(model)
+        self._feats: dict[int, torch.Tensor] = {}  # request index -> image features, this generate call
         self.spec = None
+        if speculative is not None and self.vision is not None:
+            raise ConfigError("speculative decoding is not supported with a vision-language model in the fast engine")
         if speculative is not None:
             self.spec = registry("speculator").get(speculative)(
                 self, num_draft=num_draft, draft_model=draft_model, ngram_max=ngram_max)
@@ -108,8 +117,9 @@ class FastEngine:
         t0 = time.monotonic()
         done: dict[tuple[int, int], Completion] = {}
         queue: deque[_Waiting] = deque()
+        self._feats = {}
         for i, r in enumerate(requests):
-            err = self._check(r)
+            err = self._check(r) or (self._encode_images(i, r) if r.images else "")
             if err:
                 for k in range(r.params.n):
                     done[(i, k)] = Completion(r.id, k, (), (), "", "error", err)
@@ -136,8 +146,8 @@ class FastEngine:
     def _load_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None
                       ) -> SyncReport:
         try:
-            rep = install(self.lm.views, state, version, manifest,
-                          tied=("lm_head.weight", "model.embed_tokens.weight") if self.lm.tied else None)
+            rep = install(self._views, state, version, manifest,
+                          tied=("lm_head.weight", self.lm.prefix + "embed_tokens.weight") if self.lm.tied else None)
         except WeightSyncError:
             self.weights_version = -1  # partially installed: refuse to generate until a full reload
             raise
@@ -170,8 +180,8 @@ class FastEngine:
         p, n = r.params, len(r.prompt_ids)
         if n == 0:
             return "empty prompt: at least one token is needed to condition on"
-        if r.images:  # its prefix cache keys on token ids: identical <image> ids would alias different images
-            return "the fast engine does not take image inputs; use engine.name=hf for image tasks"
+        if r.images and self.vision is None:
+            return f"request {r.id} carries {len(r.images)} image input(s) but model {self._model_name} is text-only"
         if n >= self.max_len:
             return f"prompt of {n} tokens does not fit the context of {self.max_len} tokens (needs room for 1 new)"
         bad = [t for t in r.prompt_ids if not 0 <= t < self.lm.shape.vocab]
@@ -233,8 +243,9 @@ class FastEngine:
         t0 = time.perf_counter()
         row0 = len(self.active)
         prompts = [tuple(requests[w.req].prompt_ids) for w, _ in chunks]
+        images = [(self.vision.image_token_id, self._feats[w.req]) if w.req in self._feats else None for w, _ in chunks]
         logits = prefill(self.lm, self.lanes, self.store, prompts, [len(t) for _, t in chunks], row0,
-                         self.prefill_stats)  # [R, V]
+                         self.prefill_stats, images)  # [R, V]
         new: list[Seq] = []
         for (w, take), p in zip(chunks, prompts):
             r = requests[w.req]
@@ -242,10 +253,10 @@ class FastEngine:
             for k in take:
                 new.append(Seq(w.req, k, r.id, p, r.params, self._seeds[w.req], w.deadline,
                                min(r.params.max_new_tokens, self.max_len - len(p)), pos=len(p), draft_pos=len(p),
-                               kv_group=self._groups))
+                               kv_group=self._groups, images=bool(r.images)))
         rows = torch.repeat_interleave(torch.arange(len(chunks)), torch.tensor([len(t) for _, t in chunks]))
         rp = self._row_params(new)
-        tok, lp = sample(logits[rows.to(logits.device)], rp, torch.tensor([s.pos for s in new], device=logits.device))
+        tok, lp = self._sample(logits[rows.to(logits.device)], rp, torch.tensor([s.pos for s in new], device=logits.device))
         if self.spec is not None:
             self.spec.admit(new, row0, prompts, [len(t) for _, t in chunks])
         self.active.extend(new)
@@ -272,7 +283,7 @@ class FastEngine:
             logits = self._static.logits(tokens, start)
         else:
             logits = self.lm.logits(self.lm.forward(tokens, start, self.lanes, shared=self.shared_prefix())[:, 0])
-        sampler = self._static.sample if self._static is not None else sample
+        sampler = self._static.sample if self._static is not None else self._sample
         tok, lp = sampler(logits, self.row_params(), start + 1)
         out = []
         for s, t, l in zip(act, tok.tolist(), lp.tolist()):
@@ -297,7 +308,7 @@ class FastEngine:
         index = {id(s): i for i, s in enumerate(self.active)}
         for i in sorted((index[id(s)] for s in finished), reverse=True):
             s = self.active[i]
-            if self.cache_outputs and s.params.n == 1:  # a turn that may be continued; group samples rarely are
+            if self.cache_outputs and s.params.n == 1 and not s.images:  # a turn that may be continued
                 self.store.insert(s.tokens[: s.pos], self.lanes.k, self.lanes.v, i)
             done[(s.req, s.sample)] = self.finisher.render(s)
             last = len(self.active) - 1
@@ -322,6 +333,28 @@ class FastEngine:
             src_t = torch.tensor(src, dtype=torch.int64)
             self._shared = (src_t, torch.tensor(shared, dtype=torch.int64), torch.argsort(src_t, stable=True))
         return self._shared
+
+    def _encode_images(self, i: int, r: GenRequest) -> str:
+        """Image features of request i for its prefill, or an error naming the request."""
+        try:
+            feats = self.vision.features(r.images, self.lm.dtype, self.lm.device)
+        except Exception as e:  # noqa: BLE001 - a bad image input fails its request, never the batch
+            return f"request {r.id}: image inputs could not be encoded ({type(e).__name__}: {e})"
+        slots = sum(t == self.vision.image_token_id for t in r.prompt_ids)
+        if slots != feats.shape[0]:
+            return f"request {r.id}: {slots} image placeholder tokens but the images give {feats.shape[0]} features"
+        self._feats[i] = feats
+        return ""
+
+    def _sample(self, logits: torch.Tensor, rp: RowParams, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`sample`, except that a VLM never samples its image placeholder (it would have no pixels
+        behind it in training); logprobs stay those of the raw logits, as the trainer recomputes."""
+        if self.vision is None:
+            return sample(logits, rp, pos)
+        masked = logits.clone()
+        masked[:, self.vision.image_token_id] = float("-inf")
+        tok, _ = sample(masked, rp, pos)
+        return tok, logits.log_softmax(-1).gather(-1, tok[:, None])[:, 0]
 
     def row_params(self) -> RowParams:
         if self._rp is None:

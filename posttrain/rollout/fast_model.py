@@ -96,9 +96,9 @@ class FastLM:
     """Weights in fused layout plus the forward. Parameters are views HF names map onto."""
 
     def __init__(self, shape: Shape, dtype: torch.dtype, device: torch.device, rope: tuple[torch.Tensor, torch.Tensor],
-                 qkv_bias: bool, mlp_bias: bool, o_bias: bool, tied: bool) -> None:
+                 qkv_bias: bool, mlp_bias: bool, o_bias: bool, tied: bool, prefix: str = "model.") -> None:
         s, f = shape, dict(dtype=dtype, device=device)
-        self.shape, self.dtype, self.device, self.tied = s, dtype, device, tied
+        self.shape, self.dtype, self.device, self.tied, self.prefix = s, dtype, device, tied, prefix
         qkv = (s.heads + 2 * s.kv_heads) * s.head_dim
         self.embed = torch.zeros(s.vocab, s.hidden, **f)
         self.lm_head = self.embed if tied else torch.zeros(s.vocab, s.hidden, **f)
@@ -118,18 +118,24 @@ class FastLM:
     # ---- construction -------------------------------------------------------------------
     @classmethod
     def from_hf(cls, model: Any, dtype: torch.dtype | None = None, device: Any = None) -> "FastLM":
-        cfg = model.config
+        """From a causal LM, or from the text model of a LLaVA-style VLM (its HF names keep their
+        `model.language_model.` prefix, so weight sync takes the VLM's own state dict)."""
+        from posttrain.rollout.fast_vision import TEXT_PREFIX, is_vlm
+
+        vlm = is_vlm(model)
+        cfg = model.config.text_config if vlm else model.config
+        decoder, prefix = (model.model.language_model, TEXT_PREFIX) if vlm else (model.model, "model.")
         s = _shape(cfg)
         p0 = next(model.parameters())
         dtype = dtype or p0.dtype
         device = torch.device(device) if device is not None else p0.device
         names = dict(model.named_parameters())
-        qkv_bias = "model.layers.0.self_attn.q_proj.bias" in names
-        o_bias = "model.layers.0.self_attn.o_proj.bias" in names
-        mlp_bias = "model.layers.0.mlp.gate_proj.bias" in names
+        qkv_bias = prefix + "layers.0.self_attn.q_proj.bias" in names
+        o_bias = prefix + "layers.0.self_attn.o_proj.bias" in names
+        mlp_bias = prefix + "layers.0.mlp.gate_proj.bias" in names
         tied = bool(getattr(cfg, "tie_word_embeddings", False)) or "lm_head.weight" not in names
-        rope = tuple(t.to(dtype) for t in _rope_table(model, s, device))  # HF casts cos/sin to x.dtype
-        lm = cls(s, dtype, device, rope, qkv_bias, mlp_bias, o_bias, tied)
+        rope = tuple(t.to(dtype) for t in _rope_table(decoder, s, device, p0.dtype))  # HF casts cos/sin to x.dtype
+        lm = cls(s, dtype, device, rope, qkv_bias, mlp_bias, o_bias, tied, prefix)
         state = model.state_dict()
         with torch.no_grad():
             for name, view in lm.views.items():
@@ -140,11 +146,11 @@ class FastLM:
         """HF parameter name -> the slice of our fused tensors that holds it."""
         s = self.shape
         q, kv = s.heads * s.head_dim, s.kv_heads * s.head_dim
-        v = {"model.embed_tokens.weight": self.embed, "model.norm.weight": self.final_norm}
+        v = {self.prefix + "embed_tokens.weight": self.embed, self.prefix + "norm.weight": self.final_norm}
         if not self.tied:
             v["lm_head.weight"] = self.lm_head
         for i, L in enumerate(self.layers):
-            p = f"model.layers.{i}."
+            p = f"{self.prefix}layers.{i}."
             v[p + "input_layernorm.weight"] = L["in_norm"]
             v[p + "post_attention_layernorm.weight"] = L["post_norm"]
             for nm, a, b in (("q", 0, q), ("k", q, q + kv), ("v", q + kv, q + 2 * kv)):
@@ -168,7 +174,8 @@ class FastLM:
 
     # ---- forward ------------------------------------------------------------------------
     def forward(self, tokens: torch.Tensor, start: torch.Tensor, lanes: Lanes, row0: int = 0,
-                width: int | None = None, shared: SharedPrefix | None = None, fused: bool = True) -> torch.Tensor:
+                width: int | None = None, shared: SharedPrefix | None = None, fused: bool = True,
+                embeds: torch.Tensor | None = None) -> torch.Tensor:
         """Hidden states [B, T, hidden] for `tokens` [B, T] at positions start[b] + t.
 
         Row b reads and writes lane row0 + b; its keys at positions <= start[b] + t are
@@ -178,7 +185,8 @@ class FastLM:
         `shared` names, per row, a lane holding the same keys for its first positions (a GRPO
         group's prompt), read from there by the fused CPU kernel (CPU fp32, T <= FUSED_MAX_T).
         `fused=False` keeps the matmul attention: prefill uses it whatever T, so a prompt's KV
-        has the same bits whether its tail or all of it was computed.
+        has the same bits whether its tail or all of it was computed. `embeds` [B, T, hidden]
+        replaces the token embeddings (image prompts: image features at the placeholders).
         """
         s = self.shape
         B, T = tokens.shape
@@ -202,7 +210,7 @@ class FastLM:
             visible = torch.arange(Lm, device=tokens.device) <= pos[..., None]  # [B, T, Lm]
             mask = visible[:, None] if T == 1 else \
                 visible[:, None, None].expand(B, 1, s.group, T, Lm).reshape(B, 1, s.group * T, Lm)
-        x = self.embed[tokens]  # [B, T, H]
+        x = self.embed[tokens] if embeds is None else embeds  # [B, T, H]
         for li, L in enumerate(self.layers):
             h = _rms(x, L["in_norm"], s.eps)
             h = self._attention(h, L, lanes.k[li], lanes.v[li], rows, pos, cos, sin, mask, row0, Lm, plan)
@@ -261,10 +269,9 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     return x * cos + rot * sin
 
 
-def _rope_table(model: Any, s: Shape, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin [max_pos, D] from the model's own rotary module (honours rope_theta/scaling)."""
-    rot = model.model.rotary_emb
-    dtype = next(model.parameters()).dtype
+def _rope_table(decoder: Any, s: Shape, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin [max_pos, D] from the decoder's own rotary module (honours rope_theta/scaling)."""
+    rot = decoder.rotary_emb
     x = torch.zeros(1, 1, s.head_dim, dtype=dtype, device=device)
     ids = torch.arange(s.max_pos, device=device)[None]
     with torch.no_grad():

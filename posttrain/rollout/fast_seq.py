@@ -28,6 +28,7 @@ class Seq:
     reason: str = ""
     spec: Any = None  # speculator's per-sequence state (the n-gram index)
     kv_group: int = -1  # sequences admitted from one prefill row share bit-identical prompt KV
+    images: bool = False  # its prompt holds image features: never written to the token-keyed store
 
     @property
     def tokens(self) -> list[int]:
