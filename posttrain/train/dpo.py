@@ -14,8 +14,13 @@ TRL-style message lists) or from an RL run: for each task, the highest-reward ag
 lowest-reward single-turn completion, when the rewards differ by at least
 `dpo.min_reward_gap` and neither is an infrastructure error.
 
+Image tasks: `vision_dpo.image_pairs(tok, tasks, rejected)` builds pairs whose prompts carry
+a VLM's image inputs; the same functions train on them (the image placeholders sit in the
+prompt, outside the loss, and the gradient reaches the vision tower through the answers).
+
 Limits: pairs from a run use single-turn trajectories only (a multi-turn episode has no
-single completion to prefer); use `posttrain postmortem` for those.
+single completion to prefer); use `posttrain postmortem` for those. Pairs from a file or a
+run are text-only.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class Pair:
     chosen: tuple[int, ...]
     rejected: tuple[int, ...]
     source: str = ""
+    images: tuple = ()  # a VLM's image inputs for the prompt (dicts, as GenRequest.images); () = text
 
 
 def _completion_text(v: Any, where: str, field: str) -> str:
@@ -112,10 +118,20 @@ def sequence_logprobs(model: Any, pairs: Sequence[Pair], pad_id: int, max_len: i
     """Summed completion logprobs and token counts: (pc, pr, nc, nr), each [N]."""
     from posttrain.train.packing import batch_logprobs, padded_batch, truncate
 
+    for p in pairs:  # truncation would cut image placeholders away from their pixels
+        if p.images and len(p.prompt) + max(len(p.chosen), len(p.rejected)) > max_len:
+            raise TaskFileError(f"DPO pair {p.source or '(unnamed)'}: an image prompt of {len(p.prompt)} tokens plus "
+                                f"its completions exceeds dpo.max_len={max_len} and cannot be truncated; raise it")
     items = [truncate((list(p.prompt) + list(c), [0] * len(p.prompt) + [1] * len(c)), max_len)
              for c_side in ("chosen", "rejected") for p in pairs for c in [getattr(p, c_side)]]
     pb = padded_batch(items, pad_id)
-    logp = batch_logprobs(model, pb)  # [2N, L-1]
+    images = [d for _ in range(2) for p in pairs for d in p.images]  # rows: chosen then rejected
+    if images:
+        from posttrain.rollout.vision import concat_inputs
+
+        logp = batch_logprobs(model, pb, **concat_inputs(images))  # [2N, L-1]
+    else:
+        logp = batch_logprobs(model, pb)  # [2N, L-1]
     seq = (logp * pb.loss_mask).sum(-1)  # [2N]
     n = pb.loss_mask.sum(-1)
     N = len(pairs)

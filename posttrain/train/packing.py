@@ -93,8 +93,10 @@ def padded_batch(examples: Sequence[Encoded], pad_id: int) -> PackedBatch:
     return PackedBatch(ids, (seg >= 0).long(), target[:, 1:], None, len(examples))
 
 
-def batch_logprobs(model: Any, pb: PackedBatch) -> torch.Tensor:
-    """log p(token j+1 | its own sequence up to j): [R, L-1]."""
+def batch_logprobs(model: Any, pb: PackedBatch, **model_inputs: Any) -> torch.Tensor:
+    """log p(token j+1 | its own sequence up to j): [R, L-1]. `model_inputs` (a VLM's
+    pixel_values, for the rows with image placeholders, in row order) go to the model."""
     kw = {} if pb.position_ids is None else {"position_ids": pb.position_ids}
+    kw.update(model_inputs)
     logits = model(input_ids=pb.input_ids, attention_mask=pb.attention_mask, **kw).logits[:, :-1].float()  # [R, L-1, V]
     return torch.log_softmax(logits, -1).gather(-1, pb.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
