@@ -83,7 +83,7 @@ class FastEngine:
         self._views = {**self.lm.views, **(self.vision.views if self.vision else {})}
         from posttrain.models.vlm import model_name
 
-        self._model_name = model_name(model)
+        self._model_name = model_name(model)  # named in the error for an image prompt to a text-only model
         self._feats: dict[int, torch.Tensor] = {}  # request index -> image features, this generate call
         self.spec = None
         if speculative is not None and self.vision is not None:
@@ -181,7 +181,9 @@ class FastEngine:
         if n == 0:
             return "empty prompt: at least one token is needed to condition on"
         if r.images and self.vision is None:
-            return f"request {r.id} carries {len(r.images)} image input(s) but model {self._model_name} is text-only"
+            from posttrain.rollout.vision import text_only_error
+
+            return text_only_error(r, self._model_name)
         if n >= self.max_len:
             return f"prompt of {n} tokens does not fit the context of {self.max_len} tokens (needs room for 1 new)"
         bad = [t for t in r.prompt_ids if not 0 <= t < self.lm.shape.vocab]

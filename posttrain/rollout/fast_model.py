@@ -28,6 +28,7 @@ import torch
 
 from posttrain.errors import ModelError
 from posttrain.rollout import cpu_kernels
+from posttrain.rollout.fast_vision import TEXT_PREFIX, is_vlm
 
 # decode and speculative verification (T new tokens per row, T <= this) use the fused CPU
 # kernel; prefill (long T) stays with matmul, which is efficient there
@@ -120,8 +121,6 @@ class FastLM:
     def from_hf(cls, model: Any, dtype: torch.dtype | None = None, device: Any = None) -> "FastLM":
         """From a causal LM, or from the text model of a LLaVA-style VLM (its HF names keep their
         `model.language_model.` prefix, so weight sync takes the VLM's own state dict)."""
-        from posttrain.rollout.fast_vision import TEXT_PREFIX, is_vlm
-
         vlm = is_vlm(model)
         cfg = model.config.text_config if vlm else model.config
         decoder, prefix = (model.model.language_model, TEXT_PREFIX) if vlm else (model.model, "model.")

@@ -61,8 +61,9 @@ class HFEngine:
         for i, r in enumerate(requests):
             if r.images and not self._vision:  # an image prompt sent to a text-only model: error, named
                 from posttrain.models.vlm import model_name
+                from posttrain.rollout.vision import text_only_error
 
-                msg = f"request {r.id} carries {len(r.images)} image input(s) but model {model_name(self.model)} is text-only"
+                msg = text_only_error(r, model_name(self.model))
                 for k in range(r.params.n):
                     out[(i, k)] = Completion(r.id, k, (), (), "", "error", msg)
                 continue

@@ -97,6 +97,12 @@ def recall(version: str) -> tuple[dict, int | None] | None:
         return _CACHE.get(version)
 
 
+def text_only_error(request: Any, model_label: str) -> str:
+    """The per-request error for an image prompt sent to a text-only model (every engine's);
+    `model_label` from models.vlm.model_name."""
+    return f"request {request.id} carries {len(request.images)} image input(s) but model {model_label} is text-only"
+
+
 def concat_inputs(dicts: Sequence[dict]) -> dict:
     """Per-request image input dicts -> one batch dict (each tensor concatenated along dim 0)."""
     import torch
