@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from posttrain.errors import PosttrainError
 from posttrain.models.vlm import processor_of
 from posttrain.rollout.prompting import encode_prompt
-from posttrain.tasks.images import MAX_SIDE, ImageError, open_image, task_images
+from posttrain.tasks.images import MAX_SIDE, ImageError, open_image
 from posttrain.types import Message, Task
 
 _CACHE_MAX = 50_000  # task versions; a 32x32 image is 12 KB of fp32 pixels
@@ -50,9 +50,9 @@ class _Parts:
     images: list[Any] = field(default_factory=list)
 
 
-def _chat(task: Task, max_side: int) -> _Parts:
+def _chat(messages: Sequence[Message], max_side: int) -> _Parts:
     parts = _Parts()
-    for m in task.prompt:
+    for m in messages:
         atts = [a for a in m.attachments if a.kind == "image"]
         if not atts:
             parts.chat.append({"role": m.role, "content": m.content})
@@ -65,22 +65,31 @@ def _chat(task: Task, max_side: int) -> _Parts:
 
 def encode_task_prompt(tok: Any, task: Task, model_label: str = "this model") -> VisionPrompt:
     """Prompt ids (+ image inputs) for `task`; never raises for a bad image or a text-only model."""
-    n_img = len(task_images(task))
+    vp = encode_messages(tok, task.prompt, f"task {task.id}", model_label)
+    if vp.images:
+        remember(task.version, vp.images[0], vp.image_token_id)
+    return vp
+
+
+def encode_messages(tok: Any, messages: Sequence[Message], name: str, model_label: str = "this model"
+                    ) -> VisionPrompt:
+    """Prompt ids (+ image inputs) for chat `messages` (a task's prompt, a DPO pair's); errors
+    name `name`. Never raises for a bad image or a text-only model."""
+    n_img = sum(a.kind == "image" for m in messages for a in m.attachments)
     if n_img == 0:
-        return VisionPrompt(encode_prompt(tok, task.prompt))
+        return VisionPrompt(encode_prompt(tok, messages))
     processor = processor_of(tok)
     if processor is None:
-        return VisionPrompt(error=f"task {task.id} has {n_img} image attachment(s) but model {model_label} is "
+        return VisionPrompt(error=f"{name} has {n_img} image attachment(s) but model {model_label} is "
                                   f"text-only (no image processor); use a vision-language model")
     try:
-        parts = _chat(task, int(getattr(tok, "max_image_side", MAX_SIDE)))
+        parts = _chat(messages, int(getattr(tok, "max_image_side", MAX_SIDE)))
     except ImageError as e:
-        return VisionPrompt(error=f"task {task.id}: {e}")
+        return VisionPrompt(error=f"{name}: {e}")
     text = processor.apply_chat_template(parts.chat, add_generation_prompt=True, tokenize=False)
     enc = processor(text=[text], images=parts.images, return_tensors="pt")
     inputs = {k: v for k, v in enc.items() if k not in ("input_ids", "attention_mask")}
     image_id = getattr(processor, "image_token_id", None)
-    remember(task.version, inputs, image_id)
     return VisionPrompt(tuple(enc["input_ids"][0].tolist()), (inputs,), "", image_id)
 
 

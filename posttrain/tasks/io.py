@@ -77,6 +77,12 @@ def spec_from_obj(obj: Any, path: str = "verifier") -> Spec:
     return Spec(name, dict(args))
 
 
+def message_from_dict(m: Any, path: str) -> Message:
+    """One chat message as task files write it (role, content, tool_calls, attachments, name);
+    FieldError names the bad field under `path`."""
+    return _message(m, path)
+
+
 def _message(m: Any, path: str) -> Message:
     if not isinstance(m, Mapping):
         raise FieldError(path, f"expected a message object, got {_short(m)}")

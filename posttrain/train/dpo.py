@@ -18,9 +18,13 @@ Image tasks: `vision_dpo.image_pairs(tok, tasks, rejected)` builds pairs whose p
 a VLM's image inputs; the same functions train on them (the image placeholders sit in the
 prompt, outside the loss, and the gradient reaches the vision tower through the answers).
 
+In a pairs JSONL, a prompt whose messages carry `attachments` (the task-file format, image
+paths relative to the JSONL) makes an image pair; the policy is then a VLM (`model.vision`
+set, or `model.path` a vision-language model directory) and is saved with its processor.
+
 Limits: pairs from a run use single-turn trajectories only (a multi-turn episode has no
-single completion to prefer); use `posttrain postmortem` for those. Pairs from a file or a
-run are text-only.
+single completion to prefer); use `posttrain postmortem` for those. Pairs from a run are
+text-only: a run keeps task versions, not pixels, so an image run is refused by name.
 """
 
 from __future__ import annotations
@@ -68,12 +72,20 @@ def encode_pair(tok: Any, prompt: Sequence[Message], chosen: str, rejected: str,
 
 
 def load_pairs_jsonl(path: str | Path, tok: Any) -> list[Pair]:
+    from posttrain.train.vision_dpo import has_attachments, image_pair_from_row
+
     pairs = []
     for n, obj in read_jsonl(path):
         where = f"{path}:{n}"
         for k in ("chosen", "rejected"):
             if k not in obj:
                 raise TaskFileError(f"{where}: missing field {k!r} (a DPO row needs prompt or messages, chosen, rejected)")
+        raw = obj["messages"] if "messages" in obj else obj.get("prompt")
+        if has_attachments(raw):  # images: the VLM's processor builds the prompt (vision_dpo)
+            pairs.append(image_pair_from_row(tok, raw, _completion_text(obj["chosen"], where, "chosen"),
+                                             _completion_text(obj["rejected"], where, "rejected"), where,
+                                             Path(path).parent))
+            continue
         if "messages" in obj:
             prompt = parse_messages(obj["messages"], where)
         elif isinstance(obj.get("prompt"), str):
@@ -234,7 +246,9 @@ def run_dpo(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
     from posttrain.models import save_policy
     from posttrain.store.metrics import MetricsLog
     from posttrain.train.lora import export_model, prepare_model
+    from posttrain.models.vlm import is_vision_dir, processor_of, save_vlm
     from posttrain.train.quickstart import build_base
+    from posttrain.train.vision_quickstart import build_base_vlm
 
     if cfg.dpo.loss not in ("sigmoid", "ipo"):
         raise ConfigError(f"dpo.loss must be sigmoid or ipo, got {cfg.dpo.loss!r}")
@@ -243,8 +257,13 @@ def run_dpo(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
     dump_config(cfg, run_dir / "config.yaml")
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    model, tok = build_base(cfg, run_dir)
+    vision = cfg.model.vision is not None or bool(cfg.model.path and is_vision_dir(cfg.model.path))
+    model, tok = build_base_vlm(cfg, run_dir) if vision else build_base(cfg, run_dir)
     pairs = load_pairs(cfg, tok)
+    image_id = getattr(processor_of(tok), "image_token_id", None)
+    if cfg.dpo.from_run is not None and image_id is not None and any(image_id in p.prompt for p in pairs):
+        raise ConfigError(f"dpo.from_run: {cfg.dpo.from_run} holds image prompts, and a run keeps task versions, "
+                          f"not pixels; write the pairs to a JSONL with image attachments and set dpo.data")
     order = list(range(len(pairs)))
     random.Random(cfg.seed).shuffle(order)
     k = int(len(pairs) * cfg.dpo.eval_frac) if cfg.dpo.eval_every and len(pairs) > 1 else 0
@@ -266,7 +285,7 @@ def run_dpo(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
         hist = train_dpo(model, train, ref, cfg.dpo, cfg.trainer, pad, cfg.seed, evals, on_step)
     finally:
         metrics.close()
-    out = save_policy(export_model(model), tok, run_dir / "model")
+    out = (save_vlm if vision else save_policy)(export_model(model), tok, run_dir / "model")
     after = {k: v for k, v in hist[-1].items() if k.startswith("eval/")} if hist and held else None
     summary = {"model": str(out), "n_pairs": len(train), "n_eval": len(held), "loss": cfg.dpo.loss,
                "final_loss": hist[-1]["loss"] if hist else None, "eval_before": before, "eval_after": after}
