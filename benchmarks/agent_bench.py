@@ -4,11 +4,13 @@
     nice -n 10 .venv/bin/python benchmarks/agent_bench.py speed [--episodes 32 --repeats 3]
 
 headline: the tiny default model (context 512) gets an SFT warm-up on oracle action plans
-of calculator-product tasks (`posttrain/rollout/agent_tasks.py`) until it copies operands
-and results reliably (greedy validation completion >= --sft-stop-at on training-pool
-tasks), then --habit-steps of SFT on the same tasks acted out with a base model's habits
-(`habit_tasks`: answer with a rough estimate instead of calling the calculator, often for
-small multipliers; re-check the result with a second call). It is evaluated greedily on
+of calculator-product tasks (`posttrain/rollout/agent_tasks.py`, with the lookup table that
+lets an agent re-read the question) until it copies operands and results reliably (greedy
+validation completion >= --sft-stop-at on training-pool tasks); --reread of those plans
+re-read the question first (a redundant third step). Then --habit-steps of SFT on the same
+tasks acted out with a base model's habits (`habit_tasks`: answer with a rough estimate
+instead of calling the calculator, often for small multipliers; re-check the result with a
+second call; the re-read as before). It is evaluated greedily on
 200 held-out tasks through the agent loop ("before"), trained with the real
 RL step (`posttrain.train.rl.rl_step`, which dispatches these multi-step tasks to the
 agent rollout) for a wall-clock budget, and evaluated again ("after"). Completion =
@@ -42,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, Any]:
     from posttrain.rollout.agent import AgentOptions, rollout_agent
+    from posttrain.rollout.agent_tasks import rereads
 
     trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=1, temperature=0.0))
     passed = {t.task_id: bool(t.verify and t.verify.passed) for t in trajs if not t.infra_error}
@@ -50,6 +53,7 @@ async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, A
     return {"passed": passed, "rate": sum(passed.values()) / max(1, len(passed)), "steps_solved": statistics.mean(solved_steps) if solved_steps else float("nan"),
             "tool_rate": len(calls) / max(1, len(trajs)),
             "pass_given_tool": sum(bool(t.verify and t.verify.passed) for t in calls) / max(1, len(calls)),
+            "reread": sum(rereads(t) for t in trajs) / max(1, len(trajs)),
             "malformed": sum(t.verify.details.get("agent", {}).get("malformed", 0) for t in trajs if t.verify),
             "example": [x.text for x in trajs[0].turns]}
 
@@ -72,8 +76,8 @@ async def sampled_steps(engine: Any, tok: Any, tasks: Sequence[Any], k: int, tem
 def steps_change(before: dict[str, list[int]], after: dict[str, list[int]]) -> dict[str, Any]:
     """Average steps on solved sampled episodes, before vs after, paired by task: one pair per
     task solved in at least one sample both times (the task's mean steps), with a task-cluster
-    bootstrap of the mean difference."""
-    from posttrain.eval.stats import paired_bootstrap
+    bootstrap of the mean difference and an exact sign test over the tasks whose mean moved."""
+    from posttrain.eval.stats import mcnemar_exact, paired_bootstrap
 
     both = [k for k in before if before[k] and after.get(k)]
     b = [statistics.mean(before[k]) for k in both]
@@ -81,7 +85,9 @@ def steps_change(before: dict[str, list[int]], after: dict[str, list[int]]) -> d
     boot = paired_bootstrap(b, a, both, seed=0)
     flat_b = [s for k in before for s in before[k]]
     flat_a = [s for k in after for s in after[k]]
+    fell, rose = sum(y < x for x, y in zip(b, a)), sum(y > x for x, y in zip(b, a))
     return {"tasks": len(both), "before": statistics.mean(b) if b else float("nan"),
+            "fell": fell, "rose": rose, "sign_p": mcnemar_exact(rose, fell), "resamples": boot.resamples,
             "after": statistics.mean(a) if a else float("nan"), "delta": boot.interval.estimate,
             "low": boot.interval.low, "high": boot.interval.high, "p": boot.p_value,
             "episodes": [len(flat_b), len(flat_a)],
@@ -153,15 +159,19 @@ def floats(text: str, n: int, flag: str) -> list[float]:
 
 def habit_trend(store: Any, first: int, last: int) -> dict[str, dict[str, float]]:
     """Sampled training episodes of RL steps [0, first) and the last `last` steps: pass rate,
-    re-checks (two or more calculator calls) and estimates (no call), from the run's store."""
+    re-reads of the question (agent_tasks.REREAD first), re-checks (two or more calculator calls)
+    and estimates (no calculator call), from the run's store."""
+    from posttrain.rollout.agent_tasks import rereads
+
     steps = store.steps()
     out = {}
     for name, keep in (("early", steps[:first]), ("late", steps[-last:])):
         trajs = [t for s in keep for t in store.iter(step=s)]
-        calls = [sum(x.tool_call is not None for x in t.turns) for t in trajs]
+        calls = [sum(x.tool_call is not None and x.tool_call.name == "calculator" for x in t.turns) for t in trajs]
         n = max(1, len(trajs))
         out[name] = {"steps": f"{keep[0]}-{keep[-1]}" if keep else "", "episodes": len(trajs),
                      "pass": sum(bool(t.verify and t.verify.passed) for t in trajs) / n,
+                     "reread": sum(rereads(t) for t in trajs) / n,
                      "recheck": sum(c >= 2 for c in calls) / n, "estimate": sum(c == 0 for c in calls) / n}
     return out
 
@@ -199,7 +209,7 @@ def headline(args: argparse.Namespace) -> None:
     from posttrain.eval.stats import mcnemar_exact
     from posttrain.models.tiny import build_tiny
     from posttrain.rollout.agent_sft import plan_demonstrations, sft_on_demonstrations
-    from posttrain.rollout.agent_tasks import habit_tasks, product_tasks
+    from posttrain.rollout.agent_tasks import habit_tasks, product_tasks, reread_tasks
     from posttrain.train.rl import build_state, rl_step
 
     torch.set_num_threads(args.threads)
@@ -208,9 +218,10 @@ def headline(args: argparse.Namespace) -> None:
                              f"seed={args.seed}", "engine.name=fast", f"rl.temperature={args.temperature}"])
     t0 = time.perf_counter()
     model, tok = build_tiny(cfg.model.tiny, seed=args.seed)
-    train = product_tasks(args.n_train, args.seed)
-    held = product_tasks(args.n_eval, 10_000 + args.seed, exclude={t.prompt[-1].content for t in train})
-    demos = asyncio.run(plan_demonstrations(tok, train))
+    train = product_tasks(args.n_train, args.seed, task_table=True)
+    held = product_tasks(args.n_eval, 10_000 + args.seed, exclude={t.prompt[-1].content for t in train},
+                         task_table=True)
+    demos = asyncio.run(plan_demonstrations(tok, reread_tasks(train, args.reread, args.seed)))
     if args.sft_stop_at is None:
         sft_losses = sft_on_demonstrations(model, tok, demos, steps=args.sft_steps, lr=args.sft_lr, batch_size=32,
                                            seed=args.seed)
@@ -218,7 +229,8 @@ def headline(args: argparse.Namespace) -> None:
         sft_losses = sft_until(model, tok, demos, train[:args.val_tasks], args, cfg)
     if args.habits:  # then habits: the same tasks acted out as a base model would (see agent_tasks.habit_tasks)
         gs, gl, rc = floats(args.habits, 3, "--habits")
-        mixed = asyncio.run(plan_demonstrations(tok, habit_tasks(train, gs, gl, rc, args.seed)))
+        mixed = asyncio.run(plan_demonstrations(tok, reread_tasks(habit_tasks(train, gs, gl, rc, args.seed),
+                                                                   args.reread, args.seed + 1)))
         sft_losses += habits_until(model, tok, mixed, train[:args.val_tasks], args, cfg)
     t_sft = time.perf_counter() - t0
     run_dir = Path(args.out)
@@ -228,7 +240,8 @@ def headline(args: argparse.Namespace) -> None:
     steps_before = asyncio.run(sampled_steps(st.engine, tok, held, args.step_samples, args.temperature, args.seed))
     print(f"before RL: held-out completion {before['rate']:.3f}, "
           f"calculator called in {before['tool_rate']:.3f}, completion when called {before['pass_given_tool']:.3f}, "
-          f"avg steps on solved {before['steps_solved']:.2f} ({time.perf_counter() - t0:.0f}s)", flush=True)
+          f"avg steps on solved {before['steps_solved']:.2f}, re-read first {before['reread']:.3f} "
+          f"({time.perf_counter() - t0:.0f}s)", flush=True)
     t_rl0 = time.perf_counter()
     rows = []
     while time.perf_counter() - t_rl0 < args.rl_minutes * 60 and st.step < args.max_rl_steps:
@@ -239,8 +252,8 @@ def headline(args: argparse.Namespace) -> None:
         st.step += 1
     t_rl = time.perf_counter() - t_rl0
     after = asyncio.run(agent_eval(st.engine, tok, held))
-    steps = steps_change(steps_before, asyncio.run(sampled_steps(st.engine, tok, held, args.step_samples,
-                                                                 args.temperature, args.seed)))
+    steps_after = asyncio.run(sampled_steps(st.engine, tok, held, args.step_samples, args.temperature, args.seed))
+    steps = steps_change(steps_before, steps_after)
     common = [k for k in before["passed"] if k in after["passed"]]
     b = sum(before["passed"][k] and not after["passed"][k] for k in common)
     c = sum(after["passed"][k] and not before["passed"][k] for k in common)
@@ -258,24 +271,29 @@ def headline(args: argparse.Namespace) -> None:
           f"{steps['tasks']} tasks solved both times) | {steps['before']:.3f} | {steps['after']:.3f} | "
           f"{steps['after'] / steps['before']:.3f} |")
     print(f"| solved sampled episodes taking more than 2 steps | {steps['over_min'][0]:.3f} | {steps['over_min'][1]:.3f} | |")
+    print(f"| greedy episodes re-reading the question first | {before['reread']:.3f} | {after['reread']:.3f} | |")
     print(f"| malformed calls | {before['malformed']} | {after['malformed']} | |")
     print(f"| episodes calling the calculator | {before['tool_rate']:.3f} | {after['tool_rate']:.3f} | |")
     print(f"| completion when it is called | {before['pass_given_tool']:.3f} | {after['pass_given_tool']:.3f} | |")
     print(f"\ncompletion +{100 * (pa - pb):.1f} points; McNemar exact p = {mcnemar_exact(b, c):.2g} "
           f"(fail->pass {c}, pass->fail {b})")
+    boot_p = f"= {steps['p']:.2g}" if steps["p"] > 0 else f"< {2 / steps['resamples']:.0e}"  # none on the other side
     print(f"steps on solved sampled episodes: {steps['delta']:+.3f} per task (95% CI {steps['low']:+.3f} to "
-          f"{steps['high']:+.3f}), task-cluster bootstrap p = {steps['p']:.2g}")
+          f"{steps['high']:+.3f}), task-cluster bootstrap p {boot_p}; fewer steps on {steps['fell']} tasks, more on "
+          f"{steps['rose']}, exact sign test p = {steps['sign_p']:.2g}")
     cpu = time.process_time()
     print(f"wall: SFT {t_sft:.0f}s, RL {t_rl:.0f}s, total incl. evals {total:.0f}s; process CPU time {cpu:.0f}s "
           f"(= {cpu / args.threads:.0f}s on {args.threads} dedicated cores)")
     print("after example:", after["example"])
     trend = habit_trend(st.store, 20, 20)
     for name, r in trend.items():
-        print(f"sampled training episodes, RL steps {r['steps']}: pass {r['pass']:.3f}, re-checked {r['recheck']:.3f}, "
+        print(f"sampled training episodes, RL steps {r['steps']}: pass {r['pass']:.3f}, re-read {r['reread']:.3f}, re-checked {r['recheck']:.3f}, "
               f"estimated without the tool {r['estimate']:.3f} ({r['episodes']} episodes)")
     (run_dir / "agent_bench.json").write_text(json.dumps({"before": pb, "after": pa, "b": b, "c": c,
         "steps_before": before["steps_solved"], "steps_after": after["steps_solved"], "sampled_steps": steps,
-        "tool_rate": [before["tool_rate"], after["tool_rate"]],
+        "sampled_steps_per_task": {"before": steps_before, "after": steps_after},
+        "tool_rate": [before["tool_rate"], after["tool_rate"]], "reread": [before["reread"], after["reread"]],
+        "reread_share": args.reread,
         "pass_given_tool": [before["pass_given_tool"], after["pass_given_tool"]], "habits": args.habits,
         "habit_trend": trend, "rl_steps": st.step,
         "wall_sft": t_sft, "wall_rl": t_rl, "wall_total": total, "cpu_s": cpu, "rows": rows}, default=str))
@@ -360,6 +378,8 @@ def main() -> None:
     p.add_argument("--sft-lr", type=float, default=3e-3)
     p.add_argument("--habits", default="0.9,0.3,0.3", help="after the warm-up, SFT on habits GUESS_SMALL,GUESS_LARGE,RECHECK "
                    "(probabilities; see agent_tasks.habit_tasks); '' for none")
+    p.add_argument("--reread", type=float, default=0.5, help="share of warm-up plans that re-read the question "
+                   "(agent_tasks.REREAD) before the calculator call: a redundant step for RL to remove; 0 for none")
     p.add_argument("--habit-steps", type=int, default=300)
     p.add_argument("--habit-lr", type=float, default=1e-3)
     p.add_argument("--habit-min-copy", type=float, default=0.8, help="and completion when it calls >= this")

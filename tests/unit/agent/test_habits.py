@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from posttrain.rollout.agent_tasks import habit_tasks, plan_variant, product_tasks
+from posttrain.rollout.agent_tasks import REREAD, habit_tasks, plan_variant, product_tasks, reread_tasks, rereads
 from posttrain.tasks.plan import parse_plan
 from posttrain.verifiers.compose import verify
 from posttrain.types import Trajectory, Turn
@@ -58,3 +58,48 @@ def test_habits_reject_tasks_that_are_not_products():
     task = replace(product_tasks(1, 0)[0], metadata={"kind": "purchase"})
     with pytest.raises(ValueError, match="not a calculator-product task"):
         habit_tasks([task], 0.5, 0.5, 0.5, 0)
+
+
+def test_reread_returns_the_question_framed_like_the_user_turn():
+    """The re-read path copies operands at the same relative offset as the direct one."""
+    from posttrain.models.tiny import build_tokenizer
+    from posttrain.rollout.agent_sft import plan_demonstrations
+
+    tok = build_tokenizer()
+    task = reread_tasks(product_tasks(1, 0, task_table=True), 1.0, 0)[0]
+    prompt, segs = asyncio.run(plan_demonstrations(tok, [task]))[0]
+    assert tok.decode(list(segs[1][0])) == f"<|tool|>{task.prompt[-1].content}<|end|><|assistant|>"
+    assert tok.decode(list(prompt)).endswith(f"<|user|>{task.prompt[-1].content}<|end|><|assistant|>")
+
+
+def test_reread_share_is_seeded_and_skips_guesses():
+    tasks = product_tasks(1000, 0, task_table=True)
+    out = reread_tasks(habit_tasks(tasks, 0.5, 0.5, 0.0, 0), 0.5, 1)
+    assert [t.oracle for t in out] == [t.oracle for t in reread_tasks(habit_tasks(tasks, 0.5, 0.5, 0.0, 0), 0.5, 1)]
+    plans = [parse_plan(t.oracle) for t in out]
+    assert not any(p[0] == REREAD for p in plans if len(p) == 2)  # an estimate stays one answer, never re-read
+    calling = [p for p in plans if any(s.get("tool") == "calculator" for s in p)]
+    assert abs(sum(p[0] == REREAD for p in calling) / len(calling) - 0.5) < 0.06
+
+
+def test_a_solved_reread_episode_scores_less_than_a_direct_one():
+    """The step-efficiency reward is what RL removes the re-read with: 3 steps where 2 suffice."""
+    from posttrain.types import ToolCall
+
+    task = product_tasks(1, 0, task_table=True)[0]
+    plan = parse_plan(task.oracle)
+    call = Turn("assistant", "", tool_call=ToolCall("calculator", plan[0]["arguments"]))
+    final = Turn("assistant", plan[1]["answer"])
+    reread = Turn("assistant", "", tool_call=ToolCall("lookup", REREAD["arguments"]))
+
+    def score(turns):
+        return asyncio.run(verify(task, Trajectory(task.id, task.version, task.domain, (), turns)))
+
+    direct, longer = score((call, final)), score((reread, call, final))
+    assert direct.passed and longer.passed and longer.score < direct.score == 1.0
+    assert rereads(Trajectory(task.id, task.version, task.domain, (), (reread, call, final)))
+
+
+def test_reread_needs_the_task_table():
+    with pytest.raises(ValueError, match="offers no lookup tool"):
+        reread_tasks(product_tasks(2, 0), 0.5, 0)
