@@ -83,8 +83,8 @@ def product_tasks(n: int, seed: int, exclude: Iterable[str] = (), task_table: bo
 # framing as the user turn (`<|tool|>` and `<|user|>` are one token each), so the call after
 # it copies the operands at the same relative offset as the call after the prompt: the
 # re-read path is as easy for the tiny model as the direct one. A fixed probe call instead
-# ("2*2" first) shifts that offset, and the model then learns one of the two paths, which one
-# depending on the seed (measured: 0 or all of the solved sampled episodes probed).
+# ("2*2" first) shifts that offset, and whether the model learns both paths then depends on
+# the run (three runs on seed 0: both; only the direct one; only the probed one).
 
 
 def plan_variant(plan: list[dict], behaviour: str, answer: str = "") -> list[dict]:

@@ -11,9 +11,9 @@ wrong answer, a perturbed oracle). Tasks without an oracle or a rejected answer 
 skipped; tasks whose prompt cannot be built (a bad image) are skipped and reported.
 
 `posttrain dpo` reads image pairs from its JSONL (written by `save_image_pairs`, or by hand)
-through `image_pair_from_row`: a row whose
-prompt messages carry `attachments` (the task-file format: kind, sha256, path relative to
-the JSONL) becomes a pair with the images' model inputs; a bad row is a named error.
+through `image_pair_from_row`: a row whose prompt messages carry `attachments` (the
+task-file format: kind, sha256, path relative to the JSONL) becomes a pair with the images'
+model inputs; a bad row is a named error.
 """
 
 from __future__ import annotations

@@ -131,7 +131,38 @@ async def evaluate_conditions(engine: Any, tok: Any, held: list[Task], runner: A
         res = await evaluate_heldout(engine, tok, tasks, runner, max_new)
         base = {t.id: h.id for t, h in zip(tasks, held)}  # pair every condition on the original task id
         out[cond] = HeldoutResult({base[k]: v for k, v in res.passed.items()},
-                                  {base[k]: v for k, v in res.domain_of.items()}, [], res.infra_errors)
+                                  {base[k]: v for k, v in res.domain_of.items()},
+                                  res.trajectories if cond == "image" else [], res.infra_errors)
+    return out
+
+
+def answers_of(res: HeldoutResult) -> dict[str, str]:
+    """Task id -> the stripped answer text of its (single-turn) held-out trajectory."""
+    return {t.task_id: (t.turns[-1].text if t.turns else "").strip() for t in res.trajectories}
+
+
+def question_breakdown(held: list[Task], before: HeldoutResult, after: HeldoutResult) -> dict[str, dict]:
+    """Pass@1 per question type (`domain/metadata.question`) before and after RL, with how
+    concentrated the answers are: `top_share` is the share of the most common answer. A type
+    answered by one constant (top_share near 1) is answered from the prior, not the pixels,
+    and RL can only move which constant; the headline mean hides that."""
+    import collections
+
+    groups: dict[str, list[str]] = collections.defaultdict(list)
+    for t in held:
+        groups[f"{t.domain}/{t.metadata.get('question', '?')}"].append(t.id)
+    out = {}
+    for key, ids in sorted(groups.items()):
+        row: dict[str, Any] = {"n": len(ids)}
+        for when, res in (("from", before), ("to", after)):
+            got = answers_of(res)
+            scored = [i for i in ids if i in res.passed]
+            row[when] = sum(res.passed[i] for i in scored) / len(scored) if scored else float("nan")
+            texts = [got[i] for i in ids if i in got]
+            common = collections.Counter(texts).most_common(1)
+            row[f"top_share_{when}"] = common[0][1] / len(texts) if texts else float("nan")
+            row[f"top_answer_{when}"] = common[0][0] if common else ""
+        out[key] = row
     return out
 
 
@@ -192,6 +223,7 @@ async def _run(cfg: RunConfig, run_dir: Path, report: Report) -> dict:
     phases["eval_after_s"] = time.perf_counter() - t0 - sum(phases.values())
     save_vlm(st.model, tok, run_dir / "final-model")
     summary = summarize(before, after, time.perf_counter() - t0, phases)
+    summary["questions"] = question_breakdown(held, before["image"], after["image"])
     summary["cpu_s"] = time.process_time() - c0  # all threads: on a shared machine wall time overstates cost
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     st.metrics.close()
@@ -213,4 +245,8 @@ def format_summary(s: dict, run_dir: Path) -> list[str]:
     lines.append(f"{g['n']} held-out tasks; RL flips fail->pass {g['fail_to_pass']}, pass->fail {g['pass_to_fail']}; "
                  f"image vs blank after RL p={b['p_value']:.2g}; alt-text RL gain p={a['p_value']:.2g}; "
                  f"wall {s['wall_s']:.0f}s; run directory {run_dir}")
+    for key, q in s.get("questions", {}).items():
+        flag = "  <- one answer for nearly all tasks: from the prior, not the image" if q["top_share_to"] >= 0.95 else ""
+        lines.append(f"  {key:<18} n={q['n']:<4} {q['from']:.3f} -> {q['to']:.3f}; most common answer "
+                     f"{q['top_answer_to']!r} on {q['top_share_to']:.0%} of tasks after RL{flag}")
     return lines
