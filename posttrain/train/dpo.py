@@ -244,9 +244,9 @@ def run_dpo(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
     from posttrain.config import dump_config
     from posttrain.errors import ConfigError
     from posttrain.models import save_policy
+    from posttrain.models.vlm import is_vision_dir, processor_of, save_vlm
     from posttrain.store.metrics import MetricsLog
     from posttrain.train.lora import export_model, prepare_model
-    from posttrain.models.vlm import is_vision_dir, processor_of, save_vlm
     from posttrain.train.quickstart import build_base
     from posttrain.train.vision_quickstart import build_base_vlm
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from posttrain.rollout.prompting import encode_completion
 from posttrain.errors import TaskFileError
+from posttrain.rollout.prompting import encode_completion
 from posttrain.rollout.vision import encode_messages, encode_task_prompt
 from posttrain.train.dpo import Pair
 from posttrain.types import Task
