@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from posttrain.errors import ConfigError, ModelError
+from posttrain.models.vlm import model_name
 from posttrain.registry import engine, registry
 from posttrain.rollout.engine import Completion, GenRequest
 from posttrain.rollout.fast_model import FastLM
@@ -41,6 +42,7 @@ from posttrain.rollout.fast_vision import ImageEncoder, is_vlm
 from posttrain.rollout.kv_cache import PagedStore
 from posttrain.rollout.sampling import RowParams, sample
 from posttrain.rollout import speculative as _speculators  # noqa: F401  registers 'ngram', 'draft'
+from posttrain.rollout.vision import text_only_error
 from posttrain.rollout.weight_sync import SyncReport, WeightSyncError, install
 
 
@@ -81,8 +83,6 @@ class FastEngine:
                                 block_size, self.lm.dtype, self.lm.device)
         self.vision = ImageEncoder.from_hf(model) if is_vlm(model) else None  # LLaVA-style VLM: images
         self._views = {**self.lm.views, **(self.vision.views if self.vision else {})}
-        from posttrain.models.vlm import model_name
-
         self._model_name = model_name(model)  # named in the error for an image prompt to a text-only model
         self._feats: dict[int, torch.Tensor] = {}  # request index -> image features, this generate call
         self.spec = None
@@ -181,8 +181,6 @@ class FastEngine:
         if n == 0:
             return "empty prompt: at least one token is needed to condition on"
         if r.images and self.vision is None:
-            from posttrain.rollout.vision import text_only_error
-
             return text_only_error(r, self._model_name)
         if n >= self.max_len:
             return f"prompt of {n} tokens does not fit the context of {self.max_len} tokens (needs room for 1 new)"

@@ -33,8 +33,8 @@ def image_pairs(tok: Any, tasks: Sequence[Task], rejected: Callable[[Task], str 
     """(pairs, errors): oracle answer preferred over `rejected(task)`, with the task's images."""
     pairs, errors = [], []
     for t in tasks:
-        bad = rejected(t)
-        if t.oracle is None or bad is None or bad == t.oracle:
+        bad = _rejected_answer(t, rejected)
+        if bad is None:
             continue
         vp = encode_task_prompt(tok, t)
         if vp.error:
@@ -42,6 +42,13 @@ def image_pairs(tok: Any, tasks: Sequence[Task], rejected: Callable[[Task], str 
             continue
         pairs.append(Pair(vp.ids, encode_completion(tok, t.oracle), encode_completion(tok, bad), t.id, vp.images))
     return pairs, errors
+
+
+def _rejected_answer(task: Task, rejected: Callable[[Task], str | None]) -> str | None:
+    """`rejected(task)` when the task can make a pair: it has an oracle and the rejected answer
+    differs from it; else None."""
+    bad = rejected(task)
+    return None if task.oracle is None or bad is None or bad == task.oracle else bad
 
 
 def has_attachments(raw: Any) -> bool:
@@ -81,8 +88,8 @@ def save_image_pairs(tasks: Sequence[Task], rejected: Callable[[Task], str | Non
     p.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for t in tasks:
-        bad = rejected(t)
-        if t.oracle is None or bad is None or bad == t.oracle:
+        bad = _rejected_answer(t, rejected)
+        if bad is None:
             continue
         rows.append({"messages": task_to_dict(t)["prompt"], "chosen": t.oracle, "rejected": bad, "task_id": t.id})
     export_attachments(list(tasks), p.parent)

@@ -151,11 +151,12 @@ def question_breakdown(held: list[Task], before: HeldoutResult, after: HeldoutRe
     groups: dict[str, list[str]] = collections.defaultdict(list)
     for t in held:
         groups[f"{t.domain}/{t.metadata.get('question', '?')}"].append(t.id)
+    answers = {"from": answers_of(before), "to": answers_of(after)}
     out = {}
     for key, ids in sorted(groups.items()):
         row: dict[str, Any] = {"n": len(ids)}
         for when, res in (("from", before), ("to", after)):
-            got = answers_of(res)
+            got = answers[when]
             scored = [i for i in ids if i in res.passed]
             row[when] = sum(res.passed[i] for i in scored) / len(scored) if scored else float("nan")
             texts = [got[i] for i in ids if i in got]
