@@ -31,6 +31,16 @@ class TinyModelConfig(Section):
     max_position_embeddings: int = 256
 
 
+class TowerPretrainConfig(Section):
+    """Self-supervised pretraining of the tiny VLM's tower on the train images; see posttrain/train/tower_pretrain.py."""
+
+    steps: int = Field(default=800, ge=0)  # 0 skips it; a real checkpoint (model.path) always skips it
+    batch_size: int = Field(default=128, ge=1)
+    lr: float = Field(default=1.0e-3, gt=0.0)
+    mask_ratio: float = Field(default=0.5, ge=0.0, lt=1.0)  # share of patches hidden; their pixels must be inferred
+    stroke_weight: float = Field(default=4.0, ge=0.0)  # extra weight on pixels unlike their patch's background
+
+
 class TinyVisionConfig(Section):
     """The tiny VLM's vision tower (SigLIP) and image budget; see posttrain/models/vlm.py."""
 
@@ -41,6 +51,7 @@ class TinyVisionConfig(Section):
     num_hidden_layers: int = 2
     num_attention_heads: int = 4
     max_image_side: int = 1024  # decoded images are shrunk to this long side before processing
+    pretrain: TowerPretrainConfig = TowerPretrainConfig()  # before the warm-up, when the run has train images
 
 
 class ModelConfig(Section):

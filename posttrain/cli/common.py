@@ -39,7 +39,7 @@ class PhaseProgress:
 
     @staticmethod
     def _describe(phase: str, info: dict) -> str:
-        if phase == "sft":
+        if phase in ("sft", "tower"):
             return f"loss {info['loss']:.3f}"
         parts = [f"reward {info.get('reward/mean', 0):.3f}"]
         if "eval/pass@1" in info:
