@@ -71,7 +71,7 @@ def pretrain_tower(model: Any, tok: Any, images: Sequence[Any], cfg: TowerPretra
     tower = model.model.vision_tower
     vcfg = tower.config
     p = vcfg.patch_size
-    px = pixel_values(tok, images)  # [N, 3, S, S]
+    px = pixel_values(tok, images)  # [N, 3, S, S] float32, kept in memory: 37 MB for 3000 images at 32 px
     head = torch.nn.Linear(vcfg.hidden_size, 3 * p * p)  # per-patch pixel decoder, thrown away
     params = list(tower.parameters()) + list(head.parameters())
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
