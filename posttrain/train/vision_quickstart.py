@@ -26,9 +26,9 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from posttrain.config import RunConfig, dump_config, load_config
+from posttrain.config import RunConfig, TinyVisionConfig, dump_config, load_config
 from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnemar
 from posttrain.types import Message, Task
 
@@ -98,7 +98,7 @@ def alt_text_task(task: Task) -> Task:
     return dataclasses.replace(task, id=task.id + "/alt", prompt=tuple(msgs))
 
 
-def build_base_vlm(cfg: RunConfig, run_dir: Path, train: list[Task] = (), report: Report | None = None
+def build_base_vlm(cfg: RunConfig, run_dir: Path, train: Sequence[Task] = (), report: Report | None = None
                    ) -> tuple[Any, Any]:
     """The run's starting VLM: `model.path` as it is, or the tiny default saved under base-model/.
     With train tasks, the tiny default's tower is first pretrained on their images, pixels only
@@ -117,7 +117,7 @@ def build_base_vlm(cfg: RunConfig, run_dir: Path, train: list[Task] = (), report
     return load_vlm(base)  # the from_pretrained path a real checkpoint takes
 
 
-def pretrain_images(model: Any, tok: Any, train: list[Task], vcfg: Any, seed: int, report: Report,
+def pretrain_images(model: Any, tok: Any, train: Sequence[Task], vcfg: TinyVisionConfig, seed: int, report: Report,
                     run_dir: Path) -> None:
     """Pretrain the tower on every decodable image of `train`; a bad image is skipped and counted, not fatal."""
     from posttrain.tasks.images import ImageError, open_image, task_images
