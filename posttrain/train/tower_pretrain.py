@@ -22,13 +22,14 @@ Per image [3, H, W], with P = patch_size and G = H / P:
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Sequence
 
 import torch
 
 from posttrain.config import TowerPretrainConfig
 from posttrain.errors import ModelError
+from posttrain.models.vlm import processor_of
+from posttrain.train.sft import lr_lambda
 
 FEATURE_LAYER = -1  # LLaVA's vision_feature_layer in build_tiny_vlm: the tower's last hidden state
 
@@ -57,7 +58,7 @@ def reconstruction_loss(pred: torch.Tensor, target: torch.Tensor, mask: torch.Te
 
 def pixel_values(tok: Any, images: Sequence[Any]) -> torch.Tensor:
     """[N, 3, S, S]: the images through the model's own image processor (resize, scale to [-1, 1])."""
-    processor = getattr(tok, "processor", None)
+    processor = processor_of(tok)
     if processor is None:
         raise ModelError("tower pretraining needs a vision-language model's tokenizer (with .processor)")
     return processor.image_processor(list(images), return_tensors="pt")["pixel_values"]
@@ -75,9 +76,7 @@ def pretrain_tower(model: Any, tok: Any, images: Sequence[Any], cfg: TowerPretra
     head = torch.nn.Linear(vcfg.hidden_size, 3 * p * p)  # per-patch pixel decoder, thrown away
     params = list(tower.parameters()) + list(head.parameters())
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
-    warm = max(1, cfg.steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(  # linear warm-up, cosine decay to 10%
-        opt, lambda s: min(1.0, (s + 1) / warm) * (0.55 + 0.45 * math.cos(math.pi * min(1.0, s / cfg.steps))))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(max(1, cfg.steps // 20), cfg.steps))  # SFT's schedule
     g = torch.Generator().manual_seed(seed)
     n_patches = (px.shape[-1] // p) ** 2
     tower.train()
