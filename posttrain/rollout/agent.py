@@ -223,12 +223,12 @@ class AgentRunner:
 
     async def _verify(self, ep: _Episode, prompt: Sequence[int], finish: str, session: Any) -> VerifyResult:
         from posttrain.verifiers.base import VerifyContext
-        from posttrain.verifiers.rules import format_violation
+        from posttrain.verifiers.rules import episode_format_violation
 
         t0 = time.perf_counter()
         traj = self._trajectory(ep, prompt, 0, 0, finish, None)
         res = VerifyResult.infra("not run")
-        bad = format_violation(traj, single_line=False)
+        bad = episode_format_violation(ep.task, traj, ep.max_steps)
         if bad is not None:
             res = VerifyResult.fail(bad, rule="format")
         else:

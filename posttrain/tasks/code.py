@@ -13,7 +13,9 @@ Two forms (the domain argument `form`):
   subtraction, so `shift` is the form the quickstart's tiny model can improve on with RL.
 
 Difficulty knob: d <= 1 -> slope 2..2+17d, intercept 0..99d (d=1: 1,800 distinct tasks); 2.0 -> slope -19..19 (not 0, 1),
-intercept 0..99. Limits: the answer is evaluated as one expression, not a statement block.
+intercept 0..99. Limits: the answer is evaluated as one expression, not a statement block
+(it may span lines or sit in a ```python fence: the format rule is `CODE`). Each answer of
+a GRPO group runs in its own sandbox execution (`verifiers/code_tests.py`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ difficulty has no effect (the set is fixed) and is recorded as 1.0. The oracle i
 canonical solution; `wrong_answer` is that solution with every `return v` of the entry
 point rewritten to return a perturbed value (`v + 1`, `not v`, `v + "x"`, a list minus
 its last element): plausible code that must fail the tests. The verifier runs
-`check(candidate)` in the sandbox (`verifiers/humaneval.py`).
+`check(candidate)` in the sandbox (`verifiers/humaneval.py`), in a trusted checker
+process apart from the candidate's. Answers are code: the format rule is `CODE`
+(several lines, fences, whole functions; `verifiers/rules.py`), so the multi-line
+canonical solutions pass through `VerifierRunner` as they do in `tasks check`.
 """
 
 from __future__ import annotations

@@ -1,123 +1,103 @@
 """`python_tests`: run a model-written Python expression on test inputs in the sandbox.
 
 The sandbox only computes: it evaluates `f = lambda <arg>: (<answer>)` on each test
-input and prints the results as JSON. The expected outputs never enter the sandbox;
-the host compares them. So an answer that prints a fake result can at best claim
-values, which pass only if they are the right values. Reward = fraction of tests passed.
+input and prints the results in the strict plain-data encoding (`plain_data`). The
+expected outputs never enter the sandbox; the host decodes the results with builtins
+only and compares them there. So an answer that prints a fake result can at best claim
+values, which pass only if they are the right values; an object with a forgiving
+`__eq__`, or an int where a str is expected, is not the right value. Reward = fraction
+of tests passed. An answer in a ```python fence is taken from the (last) fence.
 
-Batching: `verify_batch` scores all distinct answers of one task (a GRPO group) in one
-sandbox execution; inside it, every answer runs in its own forked child with its own
-timeout, stdout closed, reporting over its own pipe. A group whose execution fails as a
-whole falls back to one execution per answer, so one hostile answer cannot cost its
-siblings their score.
+Batching: `verify_batch` scores the distinct answers of one task (a GRPO group) as one
+sandbox execution *per answer*, run concurrently. Each answer is its own isolation unit
+(own pid namespace, own workspace, own interpreter state), so it cannot read its
+siblings' code, copy their behaviour, or kill them: its score is exactly what it gets
+alone. The older one-execution batch (answers forked side by side, answers.json in the
+shared workspace) let an answer do all three.
 
 Not protected against: answers that are correct only on the shown test inputs (the
-tests are the specification); inside a batch, an answer that itself computes the right
-values could in principle forge a sibling's report (it cannot forge a pass for itself
-without being right). Syntax errors are caught on the host with `compile()`, which
-parses but never executes, so they cost no sandbox run.
+tests are the specification). Syntax errors are caught on the host with `compile()`,
+which parses but never executes, so they cost no sandbox run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 
 from posttrain.registry import verifier
-from posttrain.types import ExecLimits, Task, Trajectory, VerifyResult
+from posttrain.types import ExecLimits, Task, Trajectory, VerifyResult, thaw
+from posttrain.verifiers import plain_data
 from posttrain.verifiers.base import VerifyContext
 
-# Shared by both in-sandbox scripts (the sandbox cannot import posttrain): the answer
-# becomes `lambda <arg>: (<answer>)`; each input gives a value or the exception's name.
-APPLY = r'''
-def apply_answer(src, arg, inputs):
-    f = eval(compile("lambda %s: (%s)" % (arg, src), "answer.py", "eval"), {})
+# In the sandbox (no posttrain there): the job arrives on stdin; every input gives
+# ("v", value), ("bad", "not plain data") for any other value, or ("e", exception name).
+RUNNER = plain_data.SOURCE + r'''
+import sys
+
+def _name(e):
+    n = getattr(type(e), "__name__", "Exception")
+    return n[:100] if type(n) is str else "Exception"
+
+def _main():
+    job = _json.loads(sys.stdin.read())
+    try:
+        f = eval(compile("lambda %s: (%s)" % (job["arg"], job["src"]), "answer.py", "eval"), {})
+    except BaseException as e:
+        return [("e", _name(e))]
     out = []
-    for x in inputs:
+    for x in job["inputs"]:
         try:
             v = f(x)
-            out.append({"value": v if isinstance(v, (int, float, str, bool)) else repr(v)})
         except BaseException as e:
-            out.append({"error": type(e).__name__})
+            out.append(("e", _name(e)))
+            continue
+        try:
+            to_tree(v)
+            out.append(("v", v))
+        except BaseException:
+            out.append(("bad", "not plain data"))
     return out
+
+_out = _main()
+sys.stdout.write("\n@@RESULT@@" + dumps(_out).decode() + "\n")
+sys.stdout.flush()
 '''
 
-RUNNER = APPLY + r'''
-import json, sys
-src = open("answer.py").read()
-inputs = json.loads(open("inputs.json").read())
-try:
-    out = apply_answer(src, sys.argv[1], inputs)
-except BaseException as e:
-    print("\n@@RESULT@@" + json.dumps({"error": type(e).__name__}))
-    raise SystemExit(0)
-print("\n@@RESULT@@" + json.dumps(out))
-'''
+_FENCE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
+_MARK = "@@RESULT@@"
 
 
-BATCH_RUNNER = APPLY + r'''
-import json, os, select, signal, sys, time
-arg, per_s = sys.argv[1], float(sys.argv[2])
-inputs = json.loads(open("inputs.json").read())
-answers = json.loads(open("answers.json").read())
-
-def child(src, w):
-    fd = os.open(os.devnull, os.O_RDWR)
-    os.dup2(fd, 0), os.dup2(fd, 1), os.dup2(fd, 2)
-    try:
-        out = apply_answer(src, arg, inputs)
-    except BaseException as e:
-        out = {"error": type(e).__name__}
-    os.write(w, json.dumps(out).encode()[:65536])
-    os._exit(0)
-
-results = []
-for src in answers:
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        child(src, w)
-    os.close(w)
-    buf, deadline = b"", time.monotonic() + per_s
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            break
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        buf += chunk
-    os.close(r)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    os.waitpid(pid, 0)
-    try:
-        results.append(json.loads(buf.decode()) if buf else {"error": "timeout or crash"})
-    except ValueError:
-        results.append({"error": "malformed report"})
-print("\n@@BATCH@@" + json.dumps(results))
-'''
+def answer_source(text: str) -> str:
+    """The expression to evaluate: the last ```python fence if there is one, else the text."""
+    fenced = _FENCE.findall(text)
+    return (fenced[-1] if fenced else text).strip()
 
 
 def _values_equal(got: object, want: object) -> bool:
-    if isinstance(got, bool) or isinstance(want, bool):
-        return got == want and type(got) is type(want)
-    if isinstance(got, (int, float)) and isinstance(want, (int, float)):
+    """JSON semantics (a spec's expected values are JSON): a tuple equals a list; bool is not
+    a number; numbers within 1e-9 relative. Both sides are builtins: no foreign `__eq__`."""
+    if type(got) is bool or type(want) is bool:
+        return type(got) is type(want) and got == want
+    if type(got) in (int, float) and type(want) in (int, float):
         return abs(got - want) <= 1e-9 * max(1.0, abs(want))
-    return got == want
+    if type(got) in (list, tuple) and type(want) in (list, tuple):
+        return len(got) == len(want) and all(_values_equal(g, w) for g, w in zip(got, want))
+    if type(got) is dict and type(want) is dict:
+        return got.keys() == want.keys() and all(_values_equal(got[k], want[k]) for k in want)
+    return type(got) is type(want) and got == want
 
 
 @verifier("python_tests")
 class PythonTests:
     def __init__(self, tests: list[list], arg: str = "x", wall_s: float = 5.0, memory_mb: int = 256) -> None:
-        self.tests = [(t[0], t[1]) for t in tests]
+        self.tests = [(thaw(t[0]), thaw(t[1])) for t in tests]  # frozen spec args -> JSON-like lists
         self.arg = arg
-        self.limits = ExecLimits(wall_s=wall_s, cpu_s=wall_s, memory_mb=memory_mb, output_bytes=65536)
+        self.limits = ExecLimits(wall_s=wall_s, cpu_s=wall_s, memory_mb=memory_mb, output_bytes=1 << 20)
 
     async def __call__(self, task: Task, trajectory: Trajectory, ctx: VerifyContext) -> VerifyResult:
-        src = trajectory.completion_text.strip()
+        src = answer_source(trajectory.completion_text)
         if not src:
             return VerifyResult.fail("empty answer")
         try:
@@ -128,59 +108,34 @@ class PythonTests:
             return VerifyResult.infra("no sandbox configured for python_tests")
         return await self._run_one(src, ctx)
 
+    async def verify_batch(self, task: Task, answers: list[str], ctx: VerifyContext) -> list[VerifyResult]:
+        """Score many answers to this task: one isolated sandbox execution each, concurrently."""
+        return list(await asyncio.gather(*(self(task, _answer_traj(task, a), ctx) for a in answers)))
+
     def _score(self, out: object) -> VerifyResult:
-        if isinstance(out, dict):
-            return VerifyResult.fail(f"answer raised {out.get('error')}")
-        if not isinstance(out, list) or len(out) != len(self.tests):
+        if type(out) is not list or not all(type(o) is tuple and len(o) == 2 for o in out):
             return VerifyResult.fail("malformed result from the test runner")
-        passed = [isinstance(o, dict) and "value" in o and _values_equal(o["value"], want)
-                  for o, (_, want) in zip(out, self.tests)]
+        if len(out) == 1 and len(self.tests) != 1 and out[0][0] == "e":
+            return VerifyResult.fail(f"answer raised {out[0][1]}")
+        if len(out) != len(self.tests):
+            return VerifyResult.fail("malformed result from the test runner")
+        passed = [kind == "v" and _values_equal(v, want) for (kind, v), (_, want) in zip(out, self.tests)]
         score = sum(passed) / len(passed)
         return VerifyResult(score, all(passed), {"passed": sum(passed), "total": len(passed)})
 
-    async def verify_batch(self, task: Task, answers: list[str], ctx: VerifyContext) -> list[VerifyResult]:
-        """Score many answers to this task in one sandbox run (each in its own child)."""
-        if ctx.sandbox is None or len(answers) < 2:
-            return [await self(task, _answer_traj(task, a), ctx) for a in answers]
-        ok_src = []
-        for a in answers:
-            try:
-                compile(f"lambda {self.arg}: ({a.strip()})", "answer.py", "eval")
-                ok_src.append(a.strip())
-            except (SyntaxError, ValueError):
-                ok_src.append(None)
-        runnable = [a for a in ok_src if a]
-        outs: list = []
-        if runnable:
-            files = {"answers.json": json.dumps(runnable), "inputs.json": json.dumps([x for x, _ in self.tests]),
-                     "runner.py": BATCH_RUNNER}
-            lim = ExecLimits(wall_s=self.limits.wall_s * 2, cpu_s=self.limits.cpu_s * 2, memory_mb=self.limits.memory_mb,
-                             output_bytes=1 << 20)
-            per = str(min(2.0, self.limits.wall_s))
-            res = await ctx.sandbox.exec(["python3", "-I", "runner.py", self.arg, per], files=files, limits=lim)
-            marker = res.stdout.rfind("@@BATCH@@")
-            try:
-                outs = json.loads(res.stdout[marker + 9:]) if res.status == "ok" and marker >= 0 else []
-            except json.JSONDecodeError:
-                outs = []
-            if len(outs) != len(runnable):  # the batch failed as a whole: isolate every answer
-                return [await self(task, _answer_traj(task, a), ctx) for a in answers]
-        it = iter(outs)
-        return [self._score(next(it)) if a else VerifyResult.fail("syntax error") for a in ok_src]
-
     async def _run_one(self, src: str, ctx: VerifyContext) -> VerifyResult:
-        files = {"answer.py": src, "inputs.json": json.dumps([x for x, _ in self.tests]), "runner.py": RUNNER}
-        res = await ctx.sandbox.exec(["python3", "-I", "runner.py", self.arg], files=files, limits=self.limits)
+        job = json.dumps({"src": src, "arg": self.arg, "inputs": [x for x, _ in self.tests]})
+        res = await ctx.sandbox.exec(["python3", "-c", RUNNER], stdin=job, limits=self.limits)
         if res.status == "sandbox_error":
             return VerifyResult.infra(f"sandbox error: {res.error or res.stderr[:200]}")
         if res.status in ("timeout", "oom", "output_limit"):
             return VerifyResult.fail(res.status, exec_status=res.status)
-        marker = res.stdout.rfind("@@RESULT@@")
+        marker = res.stdout.rfind(_MARK)
         if marker < 0:
             return VerifyResult.fail("no result from the test runner", stderr=res.stderr[-300:])
         try:
-            out = json.loads(res.stdout[marker + len("@@RESULT@@"):].strip())
-        except json.JSONDecodeError:
+            out = plain_data.loads(res.stdout[marker + len(_MARK):].strip().encode())
+        except ValueError:
             return VerifyResult.fail("malformed result from the test runner")
         return self._score(out)
 

@@ -2,45 +2,43 @@
 
 The program is the problem prompt plus the completion (a function-body continuation),
 or, when the completion defines the entry point itself (a full function, optionally in a
-```python fence), the prompt's import lines plus the completion. The sandbox runs it with
-the problem's `check(candidate)`; success is signalled by a per-call random nonce that
-the runner prints only after `check` returns, and which travels on stdin, so a program
-that exits early with status 0 or prints "passed" does not pass. Binary reward.
+```python fence), the prompt's import lines plus the completion. Binary reward.
 
-Not protected against: code that introspects the runner's own frames to read the nonce;
-tests that are weaker than the docstring (the tests are the specification).
+Isolation (one sandbox execution, two processes; see `humaneval_runner.py`):
+
+    host --stdin: {token, prompt, test, program, entry}--> P (checker, non-dumpable)
+    P --fork, before reading stdin--> C (candidate): stdio = /dev/null, other fds closed
+    P: exec(trusted prompt + test); check(proxy); proxy(*args) -> pipe -> C -> f(*args)
+    C --pipe: tagged plain data (`plain_data`) or an exception's type name--> P
+    P --stdout: "@@PASS@@<token>" only if check() returned--> host
+
+So the candidate never shares an interpreter with the tests: it cannot patch `compile`,
+`assert`'s operands, the test file (there is none) or the runner's frames (the token
+never was in its memory, and P is non-dumpable: no /proc/P/mem, /proc/P/fd). What comes
+back is rebuilt from builtins, so an object whose `__eq__` always succeeds, or a
+subclass of int with its own `__eq__`, is not a value at all and fails the test.
+Killing or stopping P only loses (no marker, or a timeout).
+
+Limits: arguments reach the candidate as copies, so a test that relies on the candidate
+mutating its argument in place cannot see it (no HumanEval test does); arguments and
+results must be plain data (8 MiB, 64 levels of nesting); an exception reaches the test
+as the builtin type of that name (others as RuntimeError), without its message. Not
+protected against tests weaker than the docstring (the tests are the specification).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 
 from posttrain.registry import verifier
 from posttrain.types import ExecLimits, Task, Trajectory, VerifyResult
 from posttrain.verifiers.base import VerifyContext
+from posttrain.verifiers.humaneval_runner import RUNNER
 from posttrain.verifiers.math_answer import final_text
 
-RUNNER = r'''
-import sys
-def _main():
-    token = sys.stdin.readline().strip()
-    entry = sys.argv[1]
-    g = {"__name__": "__candidate__"}
-    try:
-        exec(compile(open("program.py").read(), "program.py", "exec"), g)
-        exec(compile(open("test.py").read(), "test.py", "exec"), g)
-        g["check"](g[entry])
-    except BaseException as e:
-        sys.stdout.write("\n@@FAIL@@ %s: %s\n" % (type(e).__name__, str(e)[:200]))
-        sys.stdout.flush()
-        return
-    sys.stdout.write("\n@@PASS@@" + token + "\n")
-    sys.stdout.flush()
-_main()
-'''
-
-_FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+_FENCE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 def build_program(prompt: str, completion: str, entry_point: str) -> str:
@@ -50,6 +48,11 @@ def build_program(prompt: str, completion: str, entry_point: str) -> str:
         imports = [ln for ln in prompt.splitlines() if re.match(r"^(import|from)\s", ln)]
         return "\n".join(imports) + "\n" + code
     return prompt + code
+
+
+def runner_argv() -> list[str]:
+    """`python3 -c RUNNER`: runs in-process in a pooled zygote child (no interpreter start-up)."""
+    return ["python3", "-c", RUNNER]
 
 
 @verifier("humaneval")
@@ -70,11 +73,13 @@ class HumanEvalTests:
         if ctx.sandbox is None:
             return VerifyResult.infra("no sandbox configured for humaneval")
         token = secrets.token_hex(16)
-        files = {"program.py": program, "test.py": self.test, "runner.py": RUNNER}
-        res = await ctx.sandbox.exec(["python3", "-I", "runner.py", self.entry], files=files, stdin=token + "\n", limits=self.limits)
+        job = {"token": token, "prompt": self.prompt, "test": self.test, "program": program, "entry": self.entry}
+        res = await ctx.sandbox.exec(runner_argv(), stdin=json.dumps(job), limits=self.limits)
         if res.status == "sandbox_error":
             return VerifyResult.infra(f"sandbox error: {res.error or res.stderr[:200]}")
-        if f"@@PASS@@{token}" in res.stdout:
+        if res.stdout.startswith("\n@@INFRA@@"):  # only P writes stdout, and this before C exists
+            return VerifyResult.infra(res.stdout.strip()[:200])
+        if res.status == "ok" and f"\n@@PASS@@{token}\n" in res.stdout:
             return VerifyResult(1.0, True, {"wall_s": res.wall_s})
         fail = res.stdout[res.stdout.rfind("@@FAIL@@") :].strip()[:300] if "@@FAIL@@" in res.stdout else res.status
         return VerifyResult.fail("tests failed", error=fail, exec_status=res.status, stderr=res.stderr[-300:])

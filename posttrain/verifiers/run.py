@@ -1,4 +1,4 @@
-"""Verify a batch of trajectories: format rule, then the task's verifier, with retries.
+"""Verify a batch of trajectories: the domain's format rule (`rules.rule_for`), then the task's verifier.
 
 `verify_trajectories` is what the RL loop and the evaluator both call. Verifiers are
 built once per task spec and results are cached by (task version, answer text), since a
@@ -16,7 +16,7 @@ from posttrain.registry import build
 from posttrain.sandbox.protocol import Sandbox
 from posttrain.types import Task, Trajectory, TrajError, VerifyResult
 from posttrain.verifiers.base import VerifyContext
-from posttrain.verifiers.rules import format_violation
+from posttrain.verifiers.rules import task_format_violation
 
 
 async def _within(coro: Any, seconds: float) -> Any:
@@ -54,7 +54,7 @@ class VerifierRunner:
         return self._verifiers[key]
 
     async def _judge(self, task: Task, traj: Trajectory) -> VerifyResult:
-        reason = format_violation(traj, single_line=task.limits.max_steps <= 1)
+        reason = task_format_violation(task, traj)  # per domain: code may span lines
         if reason is not None:
             return VerifyResult.fail(reason, rule="format")
         key = (task.version, traj.completion_text)
@@ -90,7 +90,7 @@ class VerifierRunner:
     async def _prefetch(self, task: Task, trajs: Sequence[Trajectory]) -> None:
         """Score a group's distinct well-formed answers in one batched call, into the cache."""
         v = self.verifier_for(task)
-        texts = sorted({t.completion_text for t in trajs if format_violation(t, task.limits.max_steps <= 1) is None
+        texts = sorted({t.completion_text for t in trajs if task_format_violation(task, t) is None
                         and (task.version, t.completion_text) not in self._cache})
         if len(texts) < 2:
             return
