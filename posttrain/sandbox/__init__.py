@@ -31,8 +31,8 @@ surface), CPU side channels (Spectre-class, cache timing) and covert channels be
 concurrent executions, denial of service through shared kernel resources not under a
 cgroup (e.g. inotify watches, dentry cache), and the host's own /usr content being
 readable (it is the base image by design). Pooled executions of one warm slot share
-the slot's user and network namespace (one execution at a time; everything of the
-previous execution is dead before the next starts). A session step can lie about its
+the slot's user namespace only (one execution at a time; each gets fresh mount, pid,
+net, ipc and uts namespaces, /dev/shm, /tmp and /work; see docs/sandbox.md). A session step can lie about its
 own result. See docs/sandbox.md.
 """
 

@@ -7,7 +7,9 @@ meaningful on a noisy shared machine even where absolute times are not.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
+import io
 import json
 import os
 import statistics
@@ -17,6 +19,7 @@ import time
 from pathlib import Path
 
 from posttrain.sandbox.pool import SandboxPool
+from posttrain.sandbox.streams import CappedReader, wait_pidfd
 from posttrain.types import ExecLimits
 
 SNIPPET = "print(sum(range(100)))"
@@ -54,7 +57,11 @@ async def _throughput(fn, n: int, conc: int) -> float:
 
 
 async def bench_modes(n: int = 200, conc: int | None = None) -> dict[str, dict[str, float]]:
-    """p50/p99 latency (sequential) and throughput (concurrent) for plain/fresh/pooled."""
+    """p50/p99 latency (sequential) and throughput (concurrent) for each mode, in one run.
+
+    "plain subprocess" starts the base interpreter as is (with whatever site hooks the
+    host's install runs); "plain -I -S" skips site, as the sandbox's clean runtime does:
+    the like-for-like start-up baseline. "bare fork" is the floor of any pool."""
     conc = conc or os.cpu_count() or 1
     py = base_python()
 
@@ -65,6 +72,27 @@ async def bench_modes(n: int = 200, conc: int | None = None) -> dict[str, dict[s
             assert out == b"4950\n", out
 
         return plain
+
+    async def bare_fork():
+        """fork() of this warm interpreter running the snippet, output through a pipe: the
+        floor of any pool (no namespaces, no limits, no clean state)."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                buf = io.StringIO()
+                with contextlib.redirect_stdout(buf):
+                    exec(compile(SNIPPET, "<snippet>", "exec"), {})
+                os.write(w, buf.getvalue().encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        reader = CappedReader(r, 1 << 20, lambda: None)
+        await reader.done
+        await wait_pidfd(pid)
+        os.waitpid(pid, 0)
+        assert bytes(reader.buf) == b"4950\n", reader.buf
 
     fresh_pool = SandboxPool(concurrency=conc, mode="fresh")
     pooled = SandboxPool(concurrency=conc, mode="pooled")
@@ -79,18 +107,56 @@ async def bench_modes(n: int = 200, conc: int | None = None) -> dict[str, dict[s
         return go
 
     # "plain -I -S" skips site-packages, as the sandbox's clean runtime does: the like-for-like baseline.
-    modes = {"plain subprocess": plain_with(), "plain -I -S": plain_with("-I", "-S"), "fresh bwrap": via(fresh_pool), "pooled zygote": via(pooled)}
+    modes = {"bare fork": bare_fork, "plain subprocess": plain_with(), "plain -I -S": plain_with("-I", "-S"),
+             "fresh bwrap": via(fresh_pool), "pooled zygote": via(pooled)}  # fmt: skip
     res: dict[str, dict[str, float]] = {}
     try:
         for name, fn in modes.items():
+            k = n if name in ("bare fork", "pooled zygote") else max(20, n // 5)  # slow modes: fewer runs
             await _latency(fn, 5)  # warm caches
-            lat = await _latency(fn, n)
-            thr = await _throughput(fn, n, conc * 2)
+            lat = await _latency(fn, k)
+            thr = await _throughput(fn, k, conc * 2)
             res[name] = {"p50_ms": 1e3 * pct(lat, 50), "p99_ms": 1e3 * pct(lat, 99), "mean_ms": 1e3 * statistics.fmean(lat), "exec_per_s": thr}
     finally:
         await fresh_pool.close()
         await pooled.close()
     return res
+
+
+FILL_AND_HOLD = """
+import os, time
+total = 0
+for d in ("/work", "/tmp", "/dev/shm"):
+    try:
+        with open(os.path.join(d, "fill"), "wb") as f:
+            while total < (1 << 30):
+                f.write(b"x" * (1 << 20)); f.flush(); total += 1 << 20
+    except OSError:
+        pass
+print(total >> 20)
+time.sleep(1.5)
+"""
+
+
+async def bench_disk(pool: SandboxPool) -> dict[str, float]:
+    """A program fills /work, /tmp and /dev/shm with the default limits and holds them:
+    the largest drop of the host's free disk (sandbox home, /tmp) and free /dev/shm seen
+    meanwhile, in MiB, next to the workspace cap. Other load on the host adds noise."""
+    from posttrain.sandbox.runtime import sandbox_home
+
+    paths = {"host /dev/shm": "/dev/shm", "host disk (sandbox home)": str(sandbox_home()), "host /tmp": "/tmp"}
+
+    def free() -> dict[str, int]:
+        return {k: os.statvfs(p).f_bavail * os.statvfs(p).f_frsize for k, p in paths.items()}
+
+    start = lowest = free()
+    task = asyncio.ensure_future(pool.exec(["python3", "-c", FILL_AND_HOLD], limits=ExecLimits(wall_s=30)))
+    while not task.done():
+        lowest = {k: min(v, lowest[k]) for k, v in free().items()}
+        await asyncio.sleep(0.02)
+    r = task.result()
+    out = {f"{k} drop MiB": (start[k] - lowest[k]) / 2**20 for k in paths}
+    return {"written MiB": float(r.stdout or 0), "workspace_mb": float(ExecLimits().workspace_mb), **out}
 
 
 def humaneval_problems() -> list[dict]:
@@ -183,3 +249,29 @@ def print_bench(n: int = 200, as_json: bool = False) -> None:
     print(f"{'mode':<18}{'p50 ms':>9}{'p99 ms':>9}{'exec/s':>9}{'p50 vs plain':>14}{'exec/s vs plain':>17}")
     for name, r in res.items():
         print(f"{name:<18}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}{r['exec_per_s']:>9.1f}{r['p50_ms'] / base['p50_ms']:>13.2f}x{r['exec_per_s'] / base['exec_per_s']:>16.2f}x")
+
+
+async def bench_cpu_per_exec(n: int = 300) -> dict[str, float]:
+    """CPU milliseconds one pooled snippet execution costs: this process (host side) plus
+    the slot's cgroup (zygote, execution setup, the program). A load-robust companion to
+    the wall-clock figures; kernel work done later in kworkers (e.g. freeing a network
+    namespace) is not in it."""
+    import resource
+
+    pool = SandboxPool(concurrency=1, mode="pooled")
+    lim = ExecLimits(wall_s=10)
+    try:
+        for _ in range(10):
+            await pool.exec(["python3", "-c", SNIPPET], limits=lim)
+        z = next(z for zs in pool._idle.values() for z in zs)
+        if z.cg is None or z.cg.cpu_seconds() is None:
+            return {}
+        ru0, cg0 = resource.getrusage(resource.RUSAGE_SELF), z.cg.cpu_seconds()
+        for _ in range(n):
+            r = await pool.exec(["python3", "-c", SNIPPET], limits=lim)
+            assert r.stdout == "4950\n", r
+        ru1, cg1 = resource.getrusage(resource.RUSAGE_SELF), z.cg.cpu_seconds()
+    finally:
+        await pool.close()
+    host = (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) / n * 1e3
+    return {"host_cpu_ms": host, "slot_cpu_ms": (cg1 - cg0) / n * 1e3, "total_cpu_ms": host + (cg1 - cg0) / n * 1e3}

@@ -106,8 +106,13 @@ def bwrap_argv(
     tmp_bytes: int = 64 << 20,
     workspace_tmpfs_bytes: int = 0,
     extra: Sequence[str] = (),
+    read_only_dev: bool = False,
 ) -> list[str]:
-    """argv for one sandbox. `workspace` is bound at /work; without it /work is a sized tmpfs."""
+    """argv for one sandbox. `workspace` is bound at /work; without it /work is a sized tmpfs.
+
+    `read_only_dev`: /dev is remounted read-only (device nodes stay usable; /dev/fd,
+    /dev/stdin... cannot be replaced). The zygote's executions then mount their own
+    /dev/shm and /dev/pts over it."""
     argv = [
         bwrap_path(),
         "--unshare-all",
@@ -120,6 +125,7 @@ def bwrap_argv(
         *image_binds,
         "--proc", "/proc",
         "--dev", "/dev",
+        *(("--remount-ro", "/dev") if read_only_dev else ()),
         "--size", str(tmp_bytes), "--tmpfs", "/tmp",
     ]  # fmt: skip
     if workspace is not None:

@@ -1,34 +1,47 @@
 """Host side of a warm slot: one zygote interpreter in its own bwrap and cgroup.
 
-A slot runs one execution at a time. Before each, the host sets the slot cgroup's memory
-limit to (current usage + the request's memory_mb) and its pids limit, resets the peak
-counter, and passes the request's stdio pipes over the control socket (SCM_RIGHTS). The
-zygote's processes have oom_score_adj -1000 and each execution raises its own to 1000,
-so the kernel's OOM killer picks the program, never the zygote.
+The zygote keeps one execution's pid 1 (C2) prepared in fresh namespaces before any
+request exists and hands us one end of a socket to it ({"op": "ready"} + fd on the
+control socket). `exec` sends the request, its files and its stdio pipes (SCM_RIGHTS)
+to that C2 directly, tells the zygote ("taken", so it prepares the next C2 while this
+one runs) and reads the answer from C2. The zygote reports each reaped C2 ("exited");
+the next `exec` waits for that report, so the previous execution's namespaces and tmpfs
+pages are gone before its limits are set. See agent/zygote_main.py and
+agent/execution.py for what each execution gets fresh.
 
-Contamination checks after every execution: the zygote answered in time, the cgroup
-holds only the zygote's own processes again. Any doubt -> the slot is recycled.
+Memory: the slot cgroup's limit is (baseline + the request's memory_mb + slack), where
+the baseline is the usage measured once when the slot started, never the current usage,
+so nothing an execution leaves behind can raise a later one's limit. The zygote's
+processes have oom_score_adj -1000 and each program raises its own to 1000, so the
+kernel's OOM killer picks the program, never the zygote.
+
+Contamination checks before the next execution: C2 answered in time, the cgroup holds
+only the zygote and the prepared C2, and the slot's unreclaimable memory (anon + shmem)
+is back near its baseline. Any doubt -> the slot is recycled (and the request re-run).
+
+`once=True` is fresh mode: the same sandbox for exactly one execution, then it exits.
 """
-
 from __future__ import annotations
 
 import asyncio
 import atexit
+import errno
 import json
 import os
+import select
 import socket
 import struct
 import time
-from pathlib import Path
 from typing import Mapping, Sequence
 
 from posttrain.sandbox import limits as lim
+from posttrain.sandbox.agent_files import agent_dir
 from posttrain.sandbox.bwrap import bwrap_argv, fixed_env
 from posttrain.sandbox.cgroups import Cgroup
 from posttrain.sandbox.images import Image
 from posttrain.sandbox.launch import launch
 from posttrain.sandbox.result import Outcome, finish
-from posttrain.sandbox.runtime import PY_INSIDE, sandbox_home
+from posttrain.sandbox.runtime import PY_INSIDE
 from posttrain.sandbox.seccomp import program
 from posttrain.sandbox.streams import CappedReader, feed
 from posttrain.sandbox.workspace import clean_relpath, diff
@@ -36,28 +49,44 @@ from posttrain.types import ExecLimits, ExecResult
 
 HDR = struct.Struct("!II")
 AGENT_INSIDE = "/opt/posttrain"
-_ZYGOTE_PROCS = 3  # bwrap, bwrap's pid 1, the zygote interpreter
+_ZYGOTE_PROCS = 3  # bwrap, bwrap's pid 1, the zygote interpreter (+1 prepared C2 between executions)
 _SLACK_MB = 24  # page cache and per-execution helpers on top of the program's budget
+_DRIFT_MB = 32  # unreclaimable memory above the baseline after an execution -> recycle the slot
+_KILL_GRACE_S = 1.0  # C2 enforces wall_s itself; the zygote kills C2 this much later
+WORKSPACE_ENFORCEMENT = "tmpfs size= in the execution's mount namespace (/work, /tmp, /dev/shm share the cap)"
 
 
-def agent_dir() -> Path:
-    """The agent scripts, copied where the unprivileged sandbox uid can bind them from."""
-    src = Path(__file__).parent / "agent"
-    d = sandbox_home() / "agent"
-    d.mkdir(exist_ok=True)
-    os.chmod(d, 0o755)
-    for f in src.glob("*.py"):
-        dst = d / f.name
-        text = f.read_bytes()
-        if not dst.exists() or dst.read_bytes() != text:
-            tmp = d / f".{f.name}.{os.getpid()}"
-            tmp.write_bytes(text)
-            os.chmod(tmp, 0o644)
-            tmp.replace(dst)
-    return d
+async def _readable(loop, sock: socket.socket) -> None:
+    fd = sock.fileno()  # the socket may be closed (fileno -1) by the time we are cancelled
+    if fd < 0:  # closed under us (the slot was recycled): the same answer as a peer that hung up
+        raise EOFError("the sandbox's socket is closed")
+    fut = loop.create_future()
+    loop.add_reader(fd, lambda: fut.done() or fut.set_result(None))
+    try:
+        await fut
+    finally:
+        loop.remove_reader(fd)
 
 
-async def _recv_msg(loop, sock: socket.socket) -> tuple[dict, bytes]:
+async def _recv_msg(loop, sock: socket.socket, fds: list[int] | None = None) -> tuple[dict, bytes]:
+    """One message; file descriptors riding on it are appended to `fds` (close-on-exec)."""
+    sock.setblocking(False)
+    head = bytearray()
+    while len(head) < HDR.size:
+        try:
+            data, got, _flags, _addr = socket.recv_fds(sock, HDR.size - len(head), 4, socket.MSG_CMSG_CLOEXEC)
+        except BlockingIOError:
+            await _readable(loop, sock)
+            continue
+        if fds is not None:
+            fds.extend(got)
+        else:
+            for f in got:
+                os.close(f)
+        if not data:
+            raise EOFError("the sandbox closed its socket")
+        head += data
+
     async def exact(n: int) -> bytes:
         buf = bytearray()
         while len(buf) < n:
@@ -67,7 +96,7 @@ async def _recv_msg(loop, sock: socket.socket) -> tuple[dict, bytes]:
             buf += chunk
         return bytes(buf)
 
-    jlen, plen = HDR.unpack(await exact(HDR.size))
+    jlen, plen = HDR.unpack(head)
     return json.loads(await exact(jlen)), (await exact(plen) if plen else b"")
 
 
@@ -102,26 +131,31 @@ def _cleanup_at_exit() -> None:
 
 
 class Zygote:
-    def __init__(self, image: Image, netns_per_exec: bool = False) -> None:
+    def __init__(self, image: Image, once: bool = False) -> None:
         self.image = image
-        self.netns = netns_per_exec
+        self.once = once
         self.cg: Cgroup | None = None
         self.sock: socket.socket | None = None
         self.launched = None
         self.uses = 0
         self.dead = False
-        self._ids = 0
+        self._ready: list[tuple[int, socket.socket]] = []  # prepared C2s (seq, our end of its socket), oldest first
+        self._exited: dict[int, int] = {}  # seq -> wait status of C2s the zygote has reaped
+        self._ended = False  # the zygote said it exits (fresh mode) or closed its socket
+        self._last: int | None = None  # seq of the last execution, until its C2 is known to be gone
+        self._baseline = 0  # cgroup usage with the zygote idle and one C2 prepared
+        self._pinned0 = 0  # its anon + shmem part
 
     async def start(self, timeout_s: float = 20.0) -> None:
         self.cg = Cgroup.create(1 << 30, 64)
         _LIVE.add(self)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        cmd = [f"{PY_INSIDE}/bin/python3", f"{AGENT_INSIDE}/zygote_main.py", str(theirs.fileno())]
-        binds = (*self.image.binds(), "--ro-bind", str(agent_dir()), AGENT_INSIDE, "--cap-add", "CAP_SYS_ADMIN")
+        cmd = [f"{PY_INSIDE}/bin/python3", f"{AGENT_INSIDE}/zygote_main.py", str(theirs.fileno()), *(["--once"] if self.once else [])]
+        binds = (*self.image.binds(), "--ro-bind", str(agent_dir()), AGENT_INSIDE, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_NET_ADMIN")
         devnull = os.open(os.devnull, os.O_RDWR)
         err = os.open(os.environ.get("POSTTRAIN_SANDBOX_ZYGOTE_LOG", os.devnull), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.launched = launch(
-            lambda extra: bwrap_argv(cmd, None, fixed_env(self.image.pythonpath), binds, extra=extra),
+            lambda extra: bwrap_argv(cmd, None, fixed_env(self.image.pythonpath), binds, extra=extra, read_only_dev=True),
             (devnull, os.dup(devnull), err), self.cg, None, pass_fds=(theirs.fileno(),), seccomp=False,
             oom_score_adj=-1000,
         )  # fmt: skip
@@ -129,54 +163,116 @@ class Zygote:
         self.sock = mine
         mine.setblocking(False)
         _send_msg(mine, {"seccomp": program().hex()})
-        msg, _ = await asyncio.wait_for(_recv_msg(asyncio.get_running_loop(), mine), timeout_s)
-        if not msg.get("ready"):
-            raise RuntimeError(f"zygote did not start: {msg}")
+        while not self._ready and not self._ended:
+            await self._read_one(timeout_s)
+        if not self._ready:
+            raise RuntimeError("zygote did not prepare an execution")
+        if self.cg is not None:
+            self._baseline, self._pinned0 = self.cg.usage(), _pinned_bytes(self.cg)
+
+    async def _read_one(self, timeout_s: float) -> None:
+        """Read one zygote message: a prepared C2 ("ready"), a reaped one ("exited"), the end."""
+        assert self.sock is not None
+        fds: list[int] = []
+        loop = asyncio.get_running_loop()
+        try:
+            msg, _ = await asyncio.wait_for(_recv_msg(loop, self.sock, fds), timeout_s)
+        except EOFError:
+            self._ended = self.dead = True
+            raise BrokenPipeError(errno.EPIPE, "the zygote is gone (its control socket is closed)") from None
+        op = msg.get("op")
+        if op == "ready" and fds:
+            self._ready.append((int(msg["seq"]), socket.socket(fileno=fds.pop(0))))
+        elif op == "exited":
+            seq = int(msg["seq"])
+            self._exited[seq] = int(msg["init"])
+            for item in [r for r in self._ready if r[0] == seq]:  # it died unused (killed from outside)
+                self._ready.remove(item)
+                item[1].close()
+        elif op == "exit":
+            self._ended = True
+        else:
+            raise RuntimeError(f"zygote said {msg!r}")
+        for f in fds:
+            os.close(f)
+
+    async def _settle(self) -> None:
+        """Before an execution: the previous one's C2 is gone (so its tmpfs pages are freed
+        before the next limit is set) and the slot is clean; a prepared C2 is at hand."""
+        while self._ctrl_pending():
+            await self._read_one(5.0)
+        if self._last is not None:
+            while self._last not in self._exited:
+                await self._read_one(5.0)
+            self._exited.pop(self._last)
+            self._last = None
+            self._check_clean()
+            if self.dead:
+                raise RuntimeError("warm slot contaminated by its previous execution (a leftover process or pinned memory)")
+        while not self._ready and not self._ended:
+            await self._read_one(5.0)
+
+    def _ctrl_pending(self) -> bool:
+        return self.sock is not None and bool(select.select([self.sock], [], [], 0)[0])
 
     def _prepare_cgroup(self, limits: ExecLimits) -> None:
         if self.cg is None:
             return
-        usage = self.cg.usage()
-        mem = usage + int((limits.memory_mb + _SLACK_MB) * lim.MB)
+        mem = self._baseline + int((limits.memory_mb + _SLACK_MB) * lim.MB)
         self.cg.set_limits(mem, _ZYGOTE_PROCS + 2 + int(limits.pids))
-        self._usage0 = usage
 
     async def exec(self, cmd, files: Mapping[str, bytes] | None, stdin: bytes, limits: ExecLimits, read_files: Sequence[str]) -> ExecResult:
         assert self.sock is not None
-        self.uses += 1
-        self._ids += 1
-        names, blobs = [], []
+        names, blobs = [], []  # a bad path raises SandboxError here, before the slot is touched
         for name, data in (files or {}).items():
             blob = data.encode() if isinstance(data, str) else bytes(data)
             names.append([clean_relpath(name), len(blob)])
             blobs.append(blob)
+        read_rel = [clean_relpath(r) for r in read_files]
+        await self._settle()
+        if not self._ready:
+            self.dead = True
+            raise RuntimeError("the zygote has no prepared execution")
+        seq, conn = self._ready.pop(0)
+        self._last = seq
+        self.uses += 1
         memory_by_cg = self.cg is not None
         rl = {k: v for k, v in _rlimit_names(lim.rlimits(limits, memory_by_cg, memory_by_cg)).items()}
         req = {
-            "op": "exec", "id": self._ids, "argv": list(cmd), "files": names, "rlimits": rl,
+            "op": "exec", "id": seq, "argv": list(cmd), "files": names, "rlimits": rl,
             "wall_s": float(limits.wall_s), "ws_bytes": int(limits.workspace_mb * lim.MB),
-            "tmp_bytes": int(limits.workspace_mb * lim.MB), "read_files": [clean_relpath(r) for r in read_files],
-            "output_bytes": int(limits.output_bytes), "netns": self.netns,
+            "read_files": read_rel, "output_bytes": int(limits.output_bytes),
         }  # fmt: skip
         self._prepare_cgroup(limits)
         in_r, in_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        for fd in (in_r, out_w, err_w):  # a pipe belongs to our uid: let the program reopen /dev/stdin, /dev/stdout
+            os.fchmod(fd, 0o666)
         t0 = time.perf_counter()
         try:
-            _send_msg(self.sock, req, b"".join(blobs), (in_r, out_w, err_w))
+            _send_msg(conn, req, b"".join(blobs), (in_r, out_w, err_w))
+        except OSError:
+            self.dead = True  # the prepared execution is gone (BrokenPipeError): never hand this slot out again
+            os.close(in_w), os.close(out_r), os.close(err_r)
+            conn.close()
+            raise
         finally:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
+        try:
+            _send_msg(self.sock, {"op": "taken", "seq": seq})  # the zygote prepares the next one meanwhile
+        except OSError:
+            pass  # the zygote is gone: this execution's answer, or its absence, tells
         out = Outcome()
-        out.enforcement = lim.enforcement(memory_by_cg, memory_by_cg, self.cg.version if self.cg else "", "tmpfs size= (per execution)")
-        out.enforcement = {**out.enforcement, "wall_s": "kill pid-namespace (zygote timer) + host backstop"}
+        out.enforcement = lim.enforcement(memory_by_cg, memory_by_cg, self.cg.version if self.cg else "", WORKSPACE_ENFORCEMENT)
+        out.enforcement = {**out.enforcement, "wall_s": "kill pid-namespace (its pid 1's timer) + zygote kill + host backstop"}
 
         def kill(reason: str) -> None:
             if out.killed is None:
                 out.killed = reason
             try:
-                _send_msg(self.sock, {"op": "kill", "id": req["id"], "reason": reason})
+                _send_msg(self.sock, {"op": "kill", "seq": seq, "reason": reason})
             except OSError:
                 pass
 
@@ -187,12 +283,19 @@ class Zygote:
         if stdin_task is None:
             os.close(in_w)
         loop = asyncio.get_running_loop()
+        backstop = loop.call_later(float(limits.wall_s) + _KILL_GRACE_S, kill, "timeout")
+        res: dict = {}
         try:
-            res, _ = await asyncio.wait_for(_recv_msg(loop, self.sock), float(limits.wall_s) + 5.0)
-        except (asyncio.TimeoutError, EOFError, OSError, ValueError) as e:
+            res, _ = await asyncio.wait_for(_recv_msg(loop, conn), float(limits.wall_s) + 5.0)
+        except EOFError:
+            pass  # C2 was killed (output limit, backstop) or its setup failed: no answer
+        except (asyncio.TimeoutError, OSError, ValueError) as e:
             self.dead = True
             so.close(), se.close()
             return ExecResult(status="sandbox_error", limits=limits, image_digest=self.image.digest, error=f"warm slot failed: {type(e).__name__}: {e}")
+        finally:
+            backstop.cancel()
+            conn.close()
         try:
             await asyncio.wait_for(asyncio.gather(so.done, se.done), 2.0)
         except asyncio.TimeoutError:
@@ -200,34 +303,50 @@ class Zygote:
         so.close(), se.close()
         if stdin_task is not None:
             stdin_task.cancel()
+        if not res and out.killed is None:  # no answer: how did its pid 1 end, or is the zygote gone?
+            self.dead = True
+            try:
+                while seq not in self._exited:
+                    await self._read_one(5.0)
+                out.error = f"execution setup failed inside the warm sandbox (pid 1 wait status {self._exited[seq]})"
+            except (asyncio.TimeoutError, OSError, ValueError, RuntimeError) as e:
+                out.error = f"warm slot failed: the zygote died during the execution ({type(e).__name__}: {e})"
         return self._result(res, out, so, se, limits, cmd, t0)
+
+    def _check_clean(self) -> None:
+        """Between executions: only the zygote (+ the prepared C2) and about its baseline memory."""
+        if self.cg is None:
+            return
+        if self.cg.count_procs() > _ZYGOTE_PROCS + 1:
+            self.dead = True  # a process outlived its execution: never reuse this slot
+        if self.cg.usage() - self._baseline > _DRIFT_MB * lim.MB and _pinned_bytes(self.cg) - self._pinned0 > _DRIFT_MB * lim.MB:
+            self.dead = True  # memory an execution left behind (e.g. tmpfs pages held by a leaked fd)
 
     def _result(self, res: dict, out: Outcome, so, se, limits, cmd, t0) -> ExecResult:
         status = res.get("status")
         if isinstance(status, int):
             out.exit_code = os.waitstatus_to_exitcode(status)
-        elif res.get("init") is not None and os.WIFEXITED(int(res["init"])) and os.WEXITSTATUS(int(res["init"])) >= 120:
-            out.error = "execution setup failed inside the warm sandbox"
         if res.get("killed") and out.killed is None:
             out.killed = str(res["killed"])
         if out.killed and out.exit_code is None:
-            out.exit_code = -9  # the namespace's pid 1 was SIGKILLed
+            out.exit_code = -9  # the namespace's processes were SIGKILLed
         out.wall_s = time.perf_counter() - t0
         out.cpu_s = float(res.get("cpu_s") or 0.0)
-        peak = self.cg.peak_memory() - getattr(self, "_usage0", 0) if self.cg else 0
+        peak = self.cg.peak_memory() - self._baseline if self.cg else 0
         out.peak = max(int(res.get("maxrss") or 0), peak)
         out.oom = self.cg.oom_since_reset() if self.cg else False
         before = {str(k): (int(v[0]), str(v[1])) for k, v in (res.get("before") or {}).items()}
         after = {str(k): (int(v[0]), str(v[1])) for k, v in (res.get("after") or {}).items()}
         files = {str(k): str(v) for k, v in (res.get("files") or {}).items()}
-        if self.cg is not None and self.cg.count_procs() > _ZYGOTE_PROCS:
-            self.dead = True  # a process outlived its execution: never reuse this slot
         r = finish(out, so, se, limits, self.image.digest, diff(before, after), files, cmd)
         if out.error and r.status == "nonzero_exit":
             r = type(r)(**{**r.__dict__, "status": "sandbox_error"})
         return r
 
     async def close(self) -> None:
+        for _seq, conn in self._ready:
+            conn.close()
+        self._ready.clear()
         if self.sock is not None:
             self.sock.close()
             self.sock = None
@@ -241,6 +360,20 @@ class Zygote:
             self.cg.remove()
             self.cg = None
         _LIVE.discard(self)
+
+
+def _pinned_bytes(cg: Cgroup) -> int:
+    """anon + shmem (tmpfs) pages of the cgroup: what reclaim cannot take back."""
+    d = cg.dirs.get("" if cg.version == "v2" else "memory")
+    if d is None:
+        return 0
+    keys = ("anon", "shmem") if cg.version == "v2" else ("rss", "shmem")
+    total = 0
+    for line in cg._pread(d / "memory.stat").splitlines():
+        k, _, v = line.partition(" ")
+        if k in keys:
+            total += int(v)
+    return total
 
 
 def _rlimit_names(table: dict[int, int]) -> dict[str, int]:
