@@ -5,6 +5,15 @@ machine: memory, pids, cpuacct under /sys/fs/cgroup/<controller>). Child cgroups
 created beneath the cgroup this process already lives in, so the sandbox stays inside
 whatever budget the host gave us. If nothing is writable, `Cgroup.create` returns None
 and the caller falls back to rlimits (and reports that it did).
+
+On a v1 host that also mounts the unified (v2) hierarchy at /sys/fs/cgroup/unified (a
+"hybrid" layout, as here), each cgroup gets a twin there too ("psi"): v2 keeps per-cgroup
+CPU pressure (cpu.pressure) and usage (cpu.stat) even with no controller enabled, which
+is how `overload.py` tells a starved program from one that sleeps or stops itself.
+
+Cleanup on every exit path: `Cgroup.remove` on a normal close, an atexit hook for pools
+nobody closed, `reaper.py` (a small process started with the first cgroup, which removes
+this process's cgroups when it dies, kill -9 included) and `sweep_stale` at start.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
+UNIFIED = ROOT / "unified"  # the v2 hierarchy of a hybrid v1 host
 _counter = itertools.count()
 
 
@@ -56,6 +66,20 @@ def kind() -> str:
     if "memory" in own and os.access(ROOT / "memory" / own["memory"].lstrip("/"), os.W_OK):
         return "v1"
     return ""
+
+
+@lru_cache(maxsize=1)
+def psi_parent() -> Path | None:
+    """Where a v1 host's per-cgroup pressure twin goes (our own unified cgroup), or None."""
+    if kind() != "v1" or not (UNIFIED / "cgroup.procs").exists():
+        return None
+    d = UNIFIED / _own_paths().get("", "/").lstrip("/")
+    return d if os.access(d, os.W_OK) and (d / "cgroup.procs").exists() else None
+
+
+def name_prefix(pid: int) -> str:
+    """Every cgroup a process creates is named `posttrain-<pid>-<n>` (what the reaper and sweep match)."""
+    return f"posttrain-{pid}-"
 
 
 class Cgroup:
@@ -109,12 +133,17 @@ class Cgroup:
         version = kind()
         if not version:
             return None
+        from posttrain.sandbox import reaper
+
+        reaper.ensure_started()  # before the first mkdir: a kill -9 from here on leaves nothing
         own = _own_paths()
-        name = f"posttrain-{os.getpid()}-{next(_counter)}"
+        name = f"{name_prefix(os.getpid())}{next(_counter)}"
         ctrls = [""] if version == "v2" else [c for c in ("memory", "pids", "cpuacct") if c in own]
+        targets = {c: (ROOT / c / own[c].lstrip("/") / name if c else ROOT / own[""].lstrip("/") / name) for c in ctrls}
+        if version == "v1" and psi_parent() is not None:
+            targets["psi"] = psi_parent() / name
         dirs: dict[str, Path] = {}
-        for c in ctrls:
-            d = ROOT / c / own[c].lstrip("/") / name if c else ROOT / own[""].lstrip("/") / name
+        for c, d in targets.items():
             try:
                 d.mkdir()
             except OSError:
@@ -196,20 +225,42 @@ class Cgroup:
             return int(self._pread(self.dirs[""] / "memory.peak", "0") or 0)
         return int(self._pread(self.dirs["memory"] / "memory.max_usage_in_bytes", "0") or 0)
 
+    def _psi_dir(self) -> Path | None:
+        return self.dirs.get("psi") or (self.dirs.get("") if self.version == "v2" else None)
+
+    def cpu_wait_seconds(self) -> float | None:
+        """Total time this cgroup made no progress for want of a CPU: cpu.pressure 'full' (on
+        each CPU, its runnable processes all waiting, none running), or 'some' where the
+        kernel reports no 'full'; None where it keeps no per-cgroup pressure. A sleeping or
+        stopped process is not runnable, and one of its own processes running while its
+        siblings wait is progress, so neither adds to this."""
+        d = self._psi_dir()
+        if d is None:
+            return None
+        totals = {}
+        for line in self._pread(d / "cpu.pressure").splitlines():
+            kind_, _, rest = line.partition(" ")
+            if "total=" in rest:
+                totals[kind_] = int(rest.rsplit("total=", 1)[1]) / 1e6
+        return totals.get("full", totals.get("some"))
+
     def cpu_seconds(self) -> float | None:
-        if self.version == "v2":
-            for line in _read(self.dirs[""] / "cpu.stat").splitlines():
+        d = self._psi_dir()
+        if d is not None:
+            for line in self._pread(d / "cpu.stat").splitlines():
                 if line.startswith("usage_usec"):
                     return int(line.split()[1]) / 1e6
-            return None
+            if self.version == "v2":
+                return None
         if "cpuacct" in self.dirs:
             return int(_read(self.dirs["cpuacct"] / "cpuacct.usage", "0") or 0) / 1e9
         return None
 
     def kill_all(self, deadline_s: float = 5.0) -> bool:
         """SIGKILL every process until the cgroup is empty. True when empty."""
-        if self.version == "v2" and _write(self.dirs[""] / "cgroup.kill", "1"):
-            pass
+        psi = self._psi_dir()
+        if psi is not None:
+            _write(psi / "cgroup.kill", "1")  # v2 (or the v1 host's unified twin): one write kills all
         end = time.monotonic() + deadline_s
         while True:
             pids = self.procs()
@@ -252,13 +303,24 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def _parents(version: str) -> list[Path]:
+    """The directories our cgroups are made in, one per hierarchy."""
+    own = _own_paths()
+    if version == "v2":
+        parents = [ROOT / own[""].lstrip("/")]
+    else:
+        parents = [ROOT / c / own[c].lstrip("/") for c in ("memory", "pids", "cpuacct") if c in own]
+    if psi_parent() is not None:
+        parents.append(psi_parent())
+    return parents
+
+
 def sweep_stale() -> int:
     """Remove cgroups left by a posttrain process that died without cleaning up. Returns count."""
     version = kind()
     if not version:
         return 0
-    own = _own_paths()
-    parents = [ROOT / own[""].lstrip("/")] if version == "v2" else [ROOT / c / own[c].lstrip("/") for c in ("memory", "pids", "cpuacct") if c in own]
+    parents = _parents(version)
     # Also siblings of our own cgroup: a launcher that puts each job in its own cgroup
     # (as here) leaves a dead job's posttrain cgroups next to ours, not under it.
     parents += [p.parent / "*" for p in parents if p.parent != ROOT and p.parent.parent != ROOT]
@@ -271,4 +333,16 @@ def sweep_stale() -> int:
                 continue
             if not _pid_alive(pid) and Cgroup({"x": d}, version).remove():
                 removed += 1
+    return removed
+
+
+def remove_all_of(pid: int) -> int:
+    """Remove every cgroup process `pid` created (the reaper calls this once `pid` is gone)."""
+    version = kind()
+    if not version:
+        return 0
+    removed = 0
+    for parent in _parents(version):
+        for d in parent.glob(f"{name_prefix(pid)}*"):
+            removed += Cgroup({"x": d}, version).remove()
     return removed

@@ -2,6 +2,7 @@
 
     pool = SandboxPool(concurrency=None)          # None -> os.cpu_count()
     res = await pool.exec(["python3", "check.py"], files={"check.py": src}, limits=ExecLimits(wall_s=5))
+    pool.stats()                                  # slot deaths, starved timeouts, retries, last slot error
     await pool.close()
 
 Modes: "pooled" runs every execution through a warm zygote per image (`zygote.py`): a
@@ -10,17 +11,31 @@ fork into fresh namespaces with a fresh tmpfs workspace, no bwrap or interpreter
 fresh if a warm slot cannot start on this machine.
 
 Recycling: a slot is replaced after `max_uses` executions, or at once after any sign of
-contamination (a process outliving its execution, a late or garbled answer).
+contamination (a process outliving its execution, a late or garbled answer). A slot
+whose zygote died (on send, on receive, on timeout, on a garbled answer, or while idle)
+is marked dead, discarded, counted in `stats()["slot_deaths"]`, and the execution is
+retried once on a new slot: the program is not to blame for our machinery.
 
-Admission control: at most `concurrency` executions run at once; the rest queue, and a
-request that waits longer than `queue_timeout_s` fails with `status="sandbox_error"` and
-an error naming the likely cause (too few slots for the offered load, or executions
-that run to their wall limit).
+Admission control: at most min(`concurrency`, `max_running`) executions run at once;
+`max_running` defaults to 2 x the usable cores (a program blocked on I/O or a child
+leaves its core to another; more than that only slows every program down until honest
+ones hit their wall limit). The rest queue, and a request that waits longer than
+`queue_timeout_s` fails with `status="sandbox_error"` and an error naming the likely
+cause (too few slots for the offered load, or executions that run to their wall limit).
+
+Host overload is infrastructure: a pooled execution that hits its wall limit while the
+host starved it of CPU (`overload.py`: it was runnable, got little, others had the CPU)
+is queued again up to `starved_retries` times with its wall limit stretched to make up
+for the wait (see overload.py); starved on every try it is `sandbox_error` naming the
+starvation, never the program's `timeout`. A program that sleeps or stops itself is not
+starved and keeps its `timeout`; one that had its limit's worth of CPU-available time on
+a rerun and still ran out keeps it too. Both modes are measured.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from contextlib import asynccontextmanager
@@ -30,8 +45,9 @@ from posttrain.errors import SandboxError
 from functools import lru_cache
 
 from posttrain.sandbox import cgroups, images, workspace
+from posttrain.sandbox.overload import OWN_TIME_FRAC, CpuSample, Verdict, judge
+from posttrain.sandbox.result import is_wall_timeout
 from posttrain.sandbox.runtime import workspace_root
-from posttrain.sandbox.fresh import run_fresh
 from posttrain.sandbox.session import ShellSession
 from posttrain.sandbox.zygote import Zygote
 from posttrain.sandbox.limits import validate
@@ -39,12 +55,22 @@ from posttrain.sandbox.protocol import FileMap
 from posttrain.types import ExecLimits, ExecResult
 
 
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 class SandboxPool:
     def __init__(
-        self, concurrency: int | None = None, queue_timeout_s: float = 300.0, mode: str = "auto", max_uses: int = 1000
-    ) -> None:
+        self, concurrency: int | None = None, queue_timeout_s: float = 300.0, mode: str = "auto", max_uses: int = 1000,
+        max_running: int | None = None, starved_retries: int = 2,
+    ) -> None:  # fmt: skip
         if concurrency is not None and (not isinstance(concurrency, int) or concurrency <= 0):
             raise SandboxError(f"concurrency={concurrency!r} must be a positive integer or None")
+        if max_running is not None and (not isinstance(max_running, int) or max_running <= 0):
+            raise SandboxError(f"max_running={max_running!r} must be a positive integer or None")
         if mode not in ("auto", "fresh", "pooled"):
             raise SandboxError(f"mode={mode!r} must be 'auto', 'fresh' or 'pooled'")
         self.concurrency = concurrency or os.cpu_count() or 1
@@ -59,12 +85,24 @@ class SandboxPool:
         self._sessions: set[ShellSession] = set()
         self.recycled = 0
         self.pooled_unavailable = ""  # why auto mode fell back to fresh, if it did
+        self.max_running = max_running or 2 * usable_cores()
+        self.starved_retries = starved_retries
+        self._stats = {"slot_deaths": 0, "dead_slot_retries": 0, "start_failures": 0, "starved_timeouts": 0,
+                       "starved_retries": 0}  # fmt: skip
+        self.last_slot_error = ""
+        self._ever_started = False  # a start failure after a success is a death, not "cannot run here"
         _sweep_once()
 
     def _semaphore(self) -> asyncio.Semaphore:
         if self._sem is None:
-            self._sem = asyncio.Semaphore(self.concurrency)
+            self._sem = asyncio.Semaphore(min(self.concurrency, self.max_running))
         return self._sem
+
+    def stats(self) -> dict[str, int | str]:
+        """Counters of machinery failures since the pool started (what an infra-error report names)."""
+        return {"executions": self.executions, "recycled": self.recycled, **self._stats,
+                "last_slot_error": self.last_slot_error, "running_cap": min(self.concurrency, self.max_running),
+                "live_slots": self._live}  # fmt: skip
 
     async def exec(
         self,
@@ -82,6 +120,26 @@ class SandboxPool:
         lim = validate(limits)
         img = images.resolve(image)
         data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
+        res, v = await self._admit_and_run(cmd, files, data, lim, img, read_files)
+        tries = 1
+        while v is not None and v.starved and tries <= self.starved_retries:  # the host's fault: run it again
+            self._stats["starved_retries"] += 1
+            stretched = dataclasses.replace(lim, wall_s=lim.wall_s * v.stretch())
+            res, v = await self._admit_and_run(cmd, files, data, stretched, img, read_files)
+            tries += 1
+            if v is not None and v.own_time >= OWN_TIME_FRAC * lim.wall_s:  # it had its limit: its own timeout
+                return dataclasses.replace(res, limits=lim, error=f"wall time limit of {lim.wall_s}s exceeded (rerun "
+                                           f"with {stretched.wall_s:.2f}s of wall time: the host starved the first run)")
+            if res.status != "timeout":
+                return dataclasses.replace(res, limits=lim)
+        if v is not None and v.starved:  # starved on every try: no verdict about the program is possible
+            return ExecResult(status="sandbox_error", limits=lim, image_digest=img.digest,
+                              error=f"{v.reason()}; timed out on {tries} tries, each starved of CPU by other work "
+                              f"on this host (lower sandbox concurrency or the host's other load)")  # fmt: skip
+        return res if tries == 1 else dataclasses.replace(res, limits=lim)
+
+    async def _admit_and_run(self, cmd, files, data, lim, img, read_files) -> tuple[ExecResult, Verdict | None]:
+        """One admitted run: (result, the host's CPU verdict on it when it hit its wall limit)."""
         t0 = time.perf_counter()
         try:
             await asyncio.wait_for(self._semaphore().acquire(), self.queue_timeout_s)
@@ -89,37 +147,86 @@ class SandboxPool:
             return ExecResult(
                 status="sandbox_error", limits=lim, image_digest=img.digest,
                 error=f"queued {time.perf_counter() - t0:.1f}s > queue_timeout_s={self.queue_timeout_s}: "
-                f"all {self.concurrency} slots busy; raise concurrency or lower the offered load or wall limits",
-            )  # fmt: skip
+                f"all {min(self.concurrency, self.max_running)} running places busy; raise concurrency or lower the "
+                f"offered load or wall limits",
+            ), None  # fmt: skip
         try:
             self.executions += 1
             if self.mode == "fresh" or (self.mode == "auto" and self.pooled_unavailable):
-                return await run_fresh(cmd, files, data, lim, img, read_files)
+                return await self._exec_fresh(cmd, files, data, lim, img, read_files)
             return await self._exec_pooled(cmd, files, data, lim, img, read_files)
         except SandboxError:
             raise
         except Exception as e:  # noqa: BLE001 - machinery failure is data, not a crash
-            return ExecResult(status="sandbox_error", limits=lim, image_digest=img.digest, error=f"{type(e).__name__}: {e}")
+            return ExecResult(status="sandbox_error", limits=lim, image_digest=img.digest, error=f"{type(e).__name__}: {e}"), None
         finally:
             self._semaphore().release()
 
-    async def _exec_pooled(self, cmd, files, data, lim, img, read_files) -> ExecResult:
+    async def _exec_pooled(self, cmd, files, data, lim, img, read_files) -> tuple[ExecResult, Verdict | None]:
+        for attempt in (0, 1):  # a dead slot is ours to blame: one more try on a new slot
+            try:
+                z = await self._acquire(img)
+            except Exception as e:  # noqa: BLE001
+                self._stats["start_failures"] += 1
+                if attempt == 0 and self._ever_started:  # slots started here before: this one was killed
+                    self._count_death(f"a new slot died while starting: {type(e).__name__}: {e}")
+                    continue
+                if self.mode == "pooled":
+                    raise SandboxError(f"cannot start a warm sandbox: {e}") from None
+                self.pooled_unavailable = f"{type(e).__name__}: {e}"
+                return await self._exec_fresh(cmd, files, data, lim, img, read_files)
+            before = CpuSample.take(z.cg)
+            try:
+                res = await z.exec(cmd, files, data, lim, read_files)
+            except SandboxError:  # the request is bad (a path outside the workspace): the slot is fine
+                await self._release(z)
+                raise
+            except Exception as e:  # noqa: BLE001 - send failed or the answer was unreadable
+                z.dead = True
+                res = ExecResult(status="sandbox_error", limits=lim, image_digest=img.digest,
+                                 error=f"warm slot failed: {type(e).__name__}: {e}")  # fmt: skip
+            after = CpuSample.take(z.cg) if is_wall_timeout(res) else None
+            zygote_died = z.dead and (res.status == "sandbox_error" or _exited(z))
+            try:
+                if zygote_died:
+                    self._count_death(res.error or "zygote exited")
+            finally:
+                await self._release(z)
+            if zygote_died and res.status == "sandbox_error" and attempt == 0:  # an answer that came is kept
+                self._stats["dead_slot_retries"] += 1
+                continue
+            v = judge(before, after)
+            if v is not None and v.starved:
+                self._stats["starved_timeouts"] += 1
+            return res, v
+        raise AssertionError("unreachable")
+
+    async def _exec_fresh(self, cmd, files, data, lim, img, read_files) -> tuple[ExecResult, Verdict | None]:
+        """`fresh.run_fresh` (a zygote for exactly one execution) with the CPU samples around it."""
+        z = Zygote(img, once=True)
         try:
-            z = await self._acquire(img)
-        except Exception as e:  # noqa: BLE001
-            if self.mode == "pooled":
-                raise SandboxError(f"cannot start a warm sandbox: {e}") from None
-            self.pooled_unavailable = f"{type(e).__name__}: {e}"
-            return await run_fresh(cmd, files, data, lim, img, read_files)
-        try:
-            return await z.exec(cmd, files, data, lim, read_files)
+            await z.start()
+            before = CpuSample.take(z.cg)
+            res = await z.exec(cmd, files, data, lim, read_files)
+            v = judge(before, CpuSample.take(z.cg)) if is_wall_timeout(res) else None
+            if v is not None and v.starved:
+                self._stats["starved_timeouts"] += 1
+            return res, v
         finally:
-            await self._release(z)
+            await z.close()
+
+    def _count_death(self, error: str) -> None:
+        self._stats["slot_deaths"] += 1
+        self.last_slot_error = error[:300]
 
     async def _acquire(self, img: images.Image) -> Zygote:
         idle = self._idle.setdefault(img.digest, [])
-        if idle:
-            return idle.pop()
+        while idle:
+            z = idle.pop()
+            if not _exited(z):
+                return z
+            self._count_death("zygote exited while idle")  # killed between executions
+            await self._discard(z)
         if self._live >= self.concurrency:  # evict an idle slot of another image
             for other in self._idle.values():
                 if other:
@@ -132,6 +239,7 @@ class SandboxPool:
         except BaseException:
             await self._discard(z)
             raise
+        self._ever_started = True
         return z
 
     async def _release(self, z: Zygote) -> None:
@@ -183,6 +291,10 @@ class SandboxPool:
         for zs in self._idle.values():
             while zs:
                 await self._discard(zs.pop())
+
+
+def _exited(z: Zygote) -> bool:
+    return z.launched is not None and z.launched.proc.poll() is not None
 
 
 @lru_cache(maxsize=1)

@@ -25,6 +25,14 @@ class Outcome:
     error: str = ""
 
 
+WALL_TIMEOUT = "wall time limit of"  # how a wall-clock timeout's error begins (vs the CPU limit's)
+
+
+def is_wall_timeout(r: ExecResult) -> bool:
+    """Killed at its wall limit (not its CPU limit): the only timeout the host's load can cause."""
+    return r.status == "timeout" and r.error.startswith(WALL_TIMEOUT)
+
+
 def _split(code: int | None) -> tuple[int | None, int | None]:
     """(exit_code, signal). bwrap reports a signalled child as 128+N."""
     if code is None:
@@ -44,7 +52,7 @@ def finish(out: Outcome, so, se, limits: ExecLimits, digest: str, changes: tuple
         status = "output_limit"
     elif out.killed == "timeout":
         status = "timeout"
-        error = error or f"wall time limit of {limits.wall_s}s exceeded"
+        error = error or f"{WALL_TIMEOUT} {limits.wall_s}s exceeded"
     elif out.oom:
         status = "oom"
         error = error or f"memory limit of {limits.memory_mb} MB exceeded"

@@ -53,9 +53,7 @@ def test_hanging_tool_times_out_and_the_episode_goes_on(tok):
     tools.registry("tool").get("pt_test_sleepy").timeout_s = 0.3
     policy = steps_policy(format_tool_call("pt_test_sleepy", {}), format_tool_call("calculator", {"expression": "4821*937"}),
                           "The answer is 4517277.")
-    t0 = time.monotonic()
     t = run(rollout_agent(ScriptedEngine(tok, policy), tok, [with_tools(calc_task(), "pt_test_sleepy")], AgentOptions()))[0]
-    assert time.monotonic() - t0 < 5
     assert t.turns[1].exec_result.status == "timeout" and "timed out after 0.3s" in t.turns[1].text
     assert t.finish_reason == "answer" and t.verify.passed
 
@@ -118,8 +116,6 @@ def test_64_concurrent_sessions_no_deadlock_and_nothing_left_behind(tok):
         return await asyncio.wait_for(rollout_agent(ScriptedEngine(tok, policy), tok, [shell_task(i) for i in range(64)],
                                                     AgentOptions(concurrency=64), sandbox=pool), 90)
 
-    t0 = time.monotonic()
     trajs, pool = with_sandbox(go)
     assert len(trajs) == 64 and all(t.verify.passed for t in trajs)
     assert not pool._sessions and set(os.listdir(workspace_root())) <= before
-    assert time.monotonic() - t0 < 60

@@ -51,17 +51,13 @@ def test_a_bug_in_a_tool_is_an_observation_not_a_crash():
 
 
 def test_hanging_async_tool_hits_its_timeout():
-    t0 = time.monotonic()
-    obs = run(execute(get_tool("pt_test_hang_async"), {}, {}, timeout_s=0.2))
+    obs = run(execute(get_tool("pt_test_hang_async"), {}, {}, timeout_s=0.2))  # a hang would meet pytest's timeout
     assert obs.result.status == "timeout" and "timed out after 0.2s" in obs.text
-    assert time.monotonic() - t0 < 2
 
 
 def test_hanging_sync_tool_hits_its_timeout_without_blocking_the_loop():
-    t0 = time.monotonic()
-    obs = run(execute(get_tool("pt_test_hang_sync"), {}, {}, timeout_s=0.2))
+    obs = run(execute(get_tool("pt_test_hang_sync"), {}, {}, timeout_s=0.2))  # returns: the daemon thread does not hold exit
     assert obs.result.status == "timeout"
-    assert time.monotonic() - t0 < 2  # asyncio.run returned: the daemon thread does not hold exit
 
 
 def test_session_tools_without_a_session_say_so():

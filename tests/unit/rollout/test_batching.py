@@ -49,13 +49,23 @@ def test_stop_string_ends_generation_and_is_cut_from_text(tiny):
     assert len(out.token_ids) < len(free.token_ids)
 
 
-def test_deadline_returns_partial_output_without_blocking_others(tiny):
+def test_deadline_returns_partial_output_without_blocking_others(tiny, monkeypatch):
+    """The engine's clock is driven by its own decode steps (10 ms each), so the deadline
+    falls after exactly 5 steps whatever the machine's load: no wall-clock race."""
+    import time
+    import types
+
+    import posttrain.rollout.fast as fast_mod
+
     model, tok = tiny
+    eng = FastEngine(model, tok, max_model_len=256)
+    monkeypatch.setattr(fast_mod, "time", types.SimpleNamespace(
+        monotonic=lambda: eng.counters["decode_steps"] * 0.01, perf_counter=time.perf_counter))
     p = random_prompts(3, 5, 10, seed=7)
     reqs = [GenRequest(p[0], SamplingParams(max_new_tokens=200, seed=0), id="late", deadline_s=0.05),
             GenRequest(p[1], SamplingParams(max_new_tokens=20, seed=0), id="ok"),
             GenRequest(p[2], SamplingParams(max_new_tokens=20, seed=0), id="expired", deadline_s=0.0)]
-    late, ok, expired = FastEngine(model, tok, max_model_len=256).generate(reqs)
+    late, ok, expired = eng.generate(reqs)
     assert late.finish_reason == "deadline" and 0 < len(late.token_ids) < 200
     assert len(late.logprobs) == len(late.token_ids)
     assert ok.finish_reason in ("length", "stop") and expired.finish_reason == "deadline"
