@@ -34,15 +34,18 @@ def list_domains() -> None:
 
 @tasks_app.command("check")
 def check(
-    domains: List[str] = typer.Argument(None, help="Domain names, or 'all' (default)."),
-    n: int = typer.Option(200, "--n", min=1, help="Tasks per domain."),
-    repeats: int = typer.Option(5, "--repeats", min=1, help="Scores per (task, mode), for the flake rate."),
+    domains: List[str] = typer.Argument(None, help="Domain names, task files (.jsonl/.yaml), or 'all' (default)."),
+    n: int = typer.Option(20, "--n", min=1, help="Tasks per domain for the oracle/empty/wrong check."),
+    repeats: int = typer.Option(2, "--repeats", min=1, help="Scores per (task, mode) and per (task, probe), for the flake rate."),
     seed: int = typer.Option(0, "--seed"),
     difficulty: float = typer.Option(1.0, "--difficulty"),
+    probe_n: int = typer.Option(4, "--probe-n", min=0, help="Tasks per domain for the hack probes (0: no probes)."),
+    only: List[str] = typer.Option([], "--probe", help="Run only this probe (repeatable; default: every probe)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per domain."),
     plugin: List[Path] = typer.Option([], "--plugin", help="A .py file defining extra domains/verifiers (repeatable)."),
 ) -> None:
-    """Oracle must score 1.0, empty 0, wrong < 1, with flake rate 0. Exit 1 if any domain is unsound."""
+    """Oracle must score 1.0, empty 0, wrong < 1, every hack probe 0 (through the RL scoring path), with flake
+    rate 0. Exit 1 if any domain is unsound."""
     import asyncio
 
     from posttrain.tasks.plugins import load_plugin
@@ -50,20 +53,37 @@ def check(
     for p in plugin:
         load_plugin(p)
 
-    from posttrain.tasks.check import check_domain
+    from posttrain.verifiers.soundness.check import check_domain_with_probes, check_file_with_probes
+    from posttrain.verifiers.soundness.probe_check import table
 
     unsound = []
-    for name in _domains(domains or []):
-        report = asyncio.run(check_domain(name, n, repeats, seed, difficulty))
+    files = [d for d in domains or [] if Path(d).suffix in (".jsonl", ".yaml", ".yml")]
+    results = []
+    for f in files:
+        results += asyncio.run(check_file_with_probes(Path(f), n, repeats, seed, probe_n, set(only) or None))
+    names = [d for d in domains or [] if d not in files]
+    if not files or names:
+        for name in _domains(names):
+            results.append(asyncio.run(check_domain_with_probes(name, n, repeats, seed, difficulty, probe_n,
+                                                                set(only) or None)))
+    for report, probes in results:
+        name = report.domain
+        sound = report.sound and (probes is None or probes.sound)
         if as_json:
-            typer.echo(json.dumps({k: v for k, v in report.as_json().items() if k != "failures"}))
+            row = {k: v for k, v in report.as_json().items() if k != "failures"}
+            if probes is not None:
+                row.update(hack_pass_rate=probes.hack_pass_rate, oracle_rl_pass_rate=probes.oracle_rl_pass_rate,
+                           probe_flake_rate=probes.flake_rate, hack=probes.as_json())
+            typer.echo(json.dumps({**row, "sound": sound}))
         else:
             typer.echo(f"{name:<12} n={report.n:<4} oracle={report.oracle_pass_rate:.3f} empty={report.empty_pass_rate:.3f} "
                        f"wrong={report.wrong_pass_rate:.3f} flake={report.flake_rate:.3f} infra={report.infra_error_rate:.3f} "
-                       f"{'ok' if report.sound else 'UNSOUND'}")
+                       f"{'ok' if sound else 'UNSOUND'}")
             for f in report.failures:
                 typer.echo(f"  {f}")
-        if not report.sound:
+            for line in table(probes) if probes is not None else []:
+                typer.echo(line)
+        if not sound:
             unsound.append(name)
     if unsound:
         raise typer.Exit(1)

@@ -72,7 +72,11 @@ def _make_test_pass(rng: random.Random, level: int) -> Made:
     cases = [(x, x * k + 1) for x in rng.sample(range(1, 50), 2 + level)]
     tests = "from lib import scale\n" + "".join(f"assert scale({x}) == {y}, 'scale({x})'\n" for x, y in cases)
     files = {"lib.py": f"def scale(x):\n    return x * {k}\n", "test_lib.py": tests}
-    check = "".join(f"check case{i} python3 -c {_sh_quote(f'from lib import scale; assert scale({x}) == {y}')}\n" for i, (x, y) in enumerate(cases))
+    # The check compares the printed value in the check's own shell, never the exit status of a
+    # process running the agent's lib.py: that code can turn a failed assert into exit 0 (an
+    # atexit hook calling os._exit(0), a patched sys.excepthook).
+    check = "".join(f"check case{i} [ \"$(python3 -c {_sh_quote(f'from lib import scale; print(repr(scale({x})))')} 2>/dev/null)\" = {y} ]\n"
+                    for i, (x, y) in enumerate(cases))
     cmds = [f"sed -i 's/return x \\* {k}$/return x * {k} + 1/' lib.py", "python3 test_lib.py && echo ok"]
     return ("`python3 test_lib.py` fails. Fix lib.py (not the test) so the test passes.", files, cmds, check, [f"case{i}" for i in range(len(cases))])
 

@@ -7,6 +7,15 @@ Every task is scored `repeats` times per mode (oracle, empty, wrong), each time 
 fresh replay (a fresh sandbox session for shell tasks). A "pass" is a full score of 1.0.
 A (task, mode) pair is flaky when its repeats disagree on the score. Infrastructure
 errors are counted apart (`infra_error_rate`) and make the domain unsound, never a 0.
+
+`check_file_with_probes` does the same for the tasks of a task file (JSONL/YAML), one
+report per domain the file holds: a registered domain supplies its own wrong answer, any
+other gets a generic one (`GenericWrong`); tasks without an oracle are named and skipped
+by the oracle check (they cannot show that an honest answer scores 1).
+
+`check_domain_with_probes` adds the hack probes (`hack_probes.py`, run by
+`probe_check.py` through the RL scoring path) on the first `probe_n` tasks, with the same
+repeats and one shared sandbox pool: a domain is sound only if both halves are.
 """
 
 from __future__ import annotations
@@ -66,7 +75,9 @@ async def score_once(task: Task, text: str, sandbox: Any) -> VerifyResult:
                 traj = await replay(task, text, session)
                 return await v(task, traj, VerifyContext(sandbox=sandbox, session=session))
         traj = await replay(task, text)
-        return await v(task, traj, VerifyContext(sandbox=sandbox))
+        from posttrain.verifiers.run import VerifierRunner  # the RL path: domain format rule, then the verifier
+
+        return (await VerifierRunner(sandbox).verify_one(task, traj)).verify
     except Exception as e:  # noqa: BLE001  a crash in the checker is an infra error, recorded, not a 0
         return VerifyResult.infra(f"{type(e).__name__}: {e}")
 
@@ -130,3 +141,74 @@ async def check_domain(name: str, n: int = 200, repeats: int = 5, seed: int = 0,
         return await check_tasks(name, dom, tasks, repeats, pool, concurrency, seed)
     finally:
         await pool.close()
+
+
+async def check_domain_with_probes(name: str, n: int = 20, repeats: int = 2, seed: int = 0, difficulty: float = 1.0,
+                                   probe_n: int = 4, only: set[str] | None = None, sandbox: Any = None,
+                                   concurrency: int = 4) -> tuple[CheckReport, Any]:
+    """`check_domain` plus `probe_check.probe_tasks` on the first `probe_n` tasks (0: no probes, None report)."""
+    from posttrain.verifiers.soundness.probe_check import probe_tasks
+
+    dom = build(name, kind="domain")
+    tasks = dom.generate(max(n, probe_n), seed, difficulty)
+    missing = 0
+    if any(t.oracle is None for t in tasks):  # as for task files: only tasks with a known honest answer (ifbench)
+        every = dom.generate(10_000, seed, difficulty)
+        tasks = [t for t in every if t.oracle is not None][: max(n, probe_n)]
+        missing = len(every) - sum(t.oracle is not None for t in every)
+
+    async def both(pool: Any) -> tuple[CheckReport, Any]:
+        report = await check_tasks(name, dom, tasks[:n], repeats, pool, concurrency, seed)
+        if missing:
+            report.failures.insert(0, f"{missing} tasks of the split have no oracle answer: not checked")
+        if not tasks:
+            report.oracle_pass_rate = 0.0  # nothing shows an honest answer can score 1: unsound
+        probes = await probe_tasks(name, tasks[:probe_n], repeats, pool, seed, concurrency, only) if probe_n > 0 else None
+        return report, probes
+
+    if sandbox is not None:
+        return await both(sandbox)
+    from posttrain.sandbox import SandboxPool
+
+    pool = SandboxPool()
+    try:
+        return await both(pool)
+    finally:
+        await pool.close()
+
+
+class GenericWrong:
+    """The wrong answer for tasks of a domain that is not registered (e.g. imported rows)."""
+
+    def wrong_answer(self, task: Task, rng: random.Random) -> str:
+        return f"-{rng.randrange(10**6, 10**7)}"  # a number no task's answer is, and no code or plan
+
+
+async def check_file_with_probes(path: Any, n: int = 20, repeats: int = 2, seed: int = 0, probe_n: int = 4,
+                                 only: set[str] | None = None) -> list[tuple[CheckReport, Any]]:
+    """`check_domain_with_probes` for the tasks of a task file, per domain (first `n` with an oracle each)."""
+    from posttrain.registry import registry
+    from posttrain.sandbox import SandboxPool
+    from posttrain.tasks.io import load_tasks
+    from posttrain.verifiers.soundness.probe_check import probe_tasks
+
+    by_domain: dict[str, list[Task]] = {}
+    for t in load_tasks(path):
+        by_domain.setdefault(t.domain, []).append(t)
+    pool = SandboxPool()
+    out = []
+    try:
+        for name, tasks in by_domain.items():
+            dom = build(name, kind="domain") if name in registry("domain").names() else GenericWrong()
+            with_oracle = [t for t in tasks if t.oracle is not None]
+            report = await check_tasks(name, dom, with_oracle[:n], repeats, pool, seed=seed)
+            missing = len(tasks) - len(with_oracle)
+            if missing:
+                report.failures.insert(0, f"{missing} of {len(tasks)} tasks have no oracle answer: not checked")
+            if not with_oracle:
+                report.oracle_pass_rate = 0.0  # nothing shows an honest answer can score 1: unsound
+            probes = await probe_tasks(name, tasks[:probe_n], repeats, pool, seed, 4, only) if probe_n > 0 else None
+            out.append((report, probes))
+    finally:
+        await pool.close()
+    return out

@@ -63,7 +63,7 @@ def test_harbor_task_runs_end_to_end_and_agent_cannot_plant_tests(tmp_path):
     import asyncio
 
     from posttrain.sandbox import SandboxPool
-    from posttrain.tasks.check import score_once
+    from posttrain.verifiers.soundness.check import score_once
     from posttrain.tasks.plan import dump_plan
 
     harbor_folder(tmp_path)

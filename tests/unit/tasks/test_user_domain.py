@@ -4,7 +4,7 @@ import asyncio
 import re
 from pathlib import Path
 
-from posttrain.tasks.check import check_domain
+from posttrain.verifiers.soundness.check import check_domain
 from posttrain.tasks.plugins import load_plugin
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "tasks.md"

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from posttrain.registry import build
-from posttrain.tasks.check import check_tasks
+from posttrain.verifiers.soundness.check import check_tasks
 from posttrain.tasks.images import image_bytes, task_images
 
 from .conftest import make_tasks

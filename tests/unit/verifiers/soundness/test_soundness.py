@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from posttrain.tasks.check import check_domain
+from posttrain.verifiers.soundness.check import check_domain
 
 IN_PROCESS = ["arithmetic", "math", "extraction", "needle", "conflict", "tools", "scene"]
 
