@@ -1,6 +1,7 @@
 """Rollout engines side by side: `hf` (transformers generate) vs `fast`, plus speculation.
 
     .venv/bin/python benchmarks/rollout_bench.py [--repeats 3] [--threads 1] [--quick]
+    .venv/bin/python benchmarks/rollout_bench.py --smollm2 [--repeats 1] [--threads 2]
 
 Everything runs in one process on the tiny default model (build_tiny, fp32), engines
 interleaved per repeat, medians reported. The compute floor is measured in the same run:
@@ -16,6 +17,13 @@ is a verbatim span of the prompt, on a copy of the tiny model trained for a few 
 steps to copy (so prompt lookup's proposals are the model's own choices, not luck); the
 draft is a 1-layer, 64-wide model trained on the same task. Reports speed-up over plain
 `fast` and the acceptance rate.
+
+`--smollm2` (its own row, nothing else runs): a SmolLM2-135M-sized Llama (576 hidden, 30
+layers, 9 heads / 3 KV heads, 1536 MLP, 49152 vocabulary, tied embeddings; random init,
+or real weights when --model-dir, default /work/models/smollm2, holds an HF checkpoint), fp32, 2 threads,
+64 rollouts (8 prompts x group 8, prompts of 16-48 tokens) of exactly 128 new tokens at
+temperature 1, logprobs kept. `fast` against transformers `generate` with a static cache
+(`cache_implementation="static"`, EOS suppressed by min_new_tokens), interleaved in one run.
 """
 
 from __future__ import annotations
@@ -177,14 +185,105 @@ def speculative(tok, repeats: int, steps: int) -> list[dict]:
     return res
 
 
+class _IdTokenizer:
+    """Token ids as text: the random-init model has no tokenizer, the engine only needs EOS and decode."""
+
+    eos_token_id = 0
+    pad_token_id = 0
+
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        return " ".join(map(str, ids))
+
+
+def smollm2_model(path: Path):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    if (path / "config.json").exists():
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        tok = AutoTokenizer.from_pretrained(path)
+        if tok.pad_token_id is None:
+            tok.pad_token_id = tok.eos_token_id
+        return model, tok, f"SmolLM2-135M weights from {path}"
+    cfg = LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                      num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192, rope_theta=100000.0,
+                      rms_norm_eps=1e-5, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    torch.manual_seed(0)
+    return LlamaForCausalLM(cfg).eval(), _IdTokenizer(), "random-init SmolLM2-135M config"
+
+
+def hf_static_generate(model, tok, reqs: list[GenRequest]) -> int:
+    """transformers generate with a static cache, one left-padded batch, raw logprobs as the hf
+    engine computes them; returns the number of new tokens."""
+    rows = [r.prompt_ids for r in reqs for _ in range(r.params.n)]
+    new = reqs[0].params.max_new_tokens
+    W = max(len(r) for r in rows)
+    pad = tok.pad_token_id
+    ids = torch.tensor([[pad] * (W - len(r)) + list(r) for r in rows])
+    mask = torch.tensor([[0] * (W - len(r)) + [1] * len(r) for r in rows])
+    with torch.inference_mode():
+        out = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                             max_new_tokens=new, min_new_tokens=new, cache_implementation="static",
+                             output_logits=True, return_dict_in_generate=True, pad_token_id=pad,
+                             eos_token_id=tok.eos_token_id)
+        seq = out.sequences[:, W:]  # [N, new]
+        lps = torch.stack(out.logits, 1).float().log_softmax(-1).gather(-1, seq[..., None])[..., 0]  # [N, new]
+    assert lps.shape == seq.shape
+    return seq.numel()
+
+
+def smollm2_row(repeats: int, new: int = 128, path: Path = Path("/work/models/smollm2")) -> None:
+    model, tok, what = smollm2_model(path)
+    vocab = model.config.vocab_size
+    g = torch.Generator().manual_seed(0)
+    reqs = []
+    for i in range(8):
+        L = int(torch.randint(16, 49, (1,), generator=g))
+        ids = tuple(torch.randint(1, vocab, (L,), generator=g).tolist())
+        reqs.append(GenRequest(ids, SamplingParams(temperature=1.0, max_new_tokens=new, n=8, seed=i), id=str(i)))
+    fast = FastEngine(model, tok, max_batch=64, ignore_eos=True)
+    warm = [GenRequest(reqs[0].prompt_ids, SamplingParams(temperature=1.0, max_new_tokens=4, n=8, seed=0))]
+    fast.generate(warm)  # warm-up: lanes allocated, kernels built
+    hf_static_generate(model, tok, warm)
+    hf_tps, fast_tps, steps, floors = [], [], [], []
+    for _ in range(repeats):  # interleaved, so load drift hits both alike
+        dt, n = timed(lambda: hf_static_generate(model, tok, reqs))
+        hf_tps.append(n / dt)
+        print(f"  hf generate (static cache): {dt:.1f} s for {n} tokens", flush=True)
+        floors.append(floor_ms(model, 64, repeats=3))
+        before = dict(fast.counters)
+        dt, outs = timed(lambda: fast.generate(reqs))
+        fast_tps.append(sum(len(o.token_ids) for o in outs) / dt)
+        print(f"  fast: {dt:.1f} s for {sum(len(o.token_ids) for o in outs)} tokens", flush=True)
+        steps.append((fast.counters["decode_s"] - before["decode_s"]) * 1e3
+                     / (fast.counters["decode_steps"] - before["decode_steps"]))
+    h, f = statistics.median(hf_tps), statistics.median(fast_tps)
+    print(f"{what}: fp32, torch threads {torch.get_num_threads()}, 64 rollouts x {new} new tokens, "
+          f"{repeats} repeat(s), medians")
+    print("| model | hf generate (static cache) tok/s | fast tok/s | fast/hf | floor ms/step | fast ms/step |")
+    print("|---|---|---|---|---|---|")
+    print(f"| SmolLM2-135M | {h:.0f} | {f:.0f} | **{f / h:.2f}x** | {statistics.median(floors):.1f} "
+          f"| {statistics.median(steps):.1f} |", flush=True)
+    print("  floor: the model's own HF forward of 64 single tokens, no cache, no sampling (the matmul cost)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=None, help="default 1, 2 with --smollm2")
     ap.add_argument("--copy-steps", type=int, default=400)
     ap.add_argument("--quick", action="store_true", help="overhead regime and speculation only")
+    ap.add_argument("--smollm2", action="store_true", help="only the SmolLM2-135M row: fast vs static-cache HF")
+    ap.add_argument("--new-tokens", type=int, default=128, help="--smollm2: new tokens per rollout")
+    ap.add_argument("--model-dir", type=Path, default=Path("/work/models/smollm2"),
+                    help="--smollm2: an HF SmolLM2 checkpoint to use instead of random init, when it exists")
     a = ap.parse_args()
+    a.threads = a.threads or (2 if a.smollm2 else 1)
     torch.set_num_threads(a.threads)
+    if a.smollm2:
+        smollm2_row(a.repeats, a.new_tokens, a.model_dir)
+        return
     model, tok = build_tiny()
     model.eval()
     n_params = sum(p.numel() for p in model.parameters())

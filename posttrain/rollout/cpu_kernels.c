@@ -143,12 +143,13 @@ static inline void rope(const float* x, const float* c, const float* s, int64_t 
    len[b]-1 .. len[b]+T-2 of lane rows[b]; its query t, rotated, then attends to positions
    0 .. len[b]-1+t, reading lane src[b] below shared[b] (the shared prompt, always before
    the new positions) and its own lane from there on. order[B] is the visiting order (rows
-   sharing a prompt adjacent). Rows write only their own lane, at positions no other row
-   reads, so rows run in parallel. D <= 256. */
+   sharing a prompt adjacent). WINDOW > 0 (a sliding-window layer): query t sees only the
+   last WINDOW of those positions. Rows write only their own lane, at positions no other
+   row reads, so rows run in parallel. D <= 256. */
 int decode_attention(const float* qkv, const float* cos, const float* sin, int64_t MAXPOS, float* kc, float* vc,
                      const int64_t* rows, const int64_t* len, const int64_t* src, const int64_t* shared,
                      const int64_t* order, float* out, int64_t B, int64_t T, int64_t KVH, int64_t G,
-                     int64_t CAP, int64_t D, float scale, int nthreads) {
+                     int64_t CAP, int64_t D, float scale, int64_t WINDOW, int nthreads) {
     const int64_t W = (KVH * G + 2 * KVH) * D;  /* one token's q|k|v */
     int failed = 0;
     #pragma omp parallel num_threads(nthreads) if(nthreads > 1)
@@ -178,16 +179,18 @@ int decode_attention(const float* qkv, const float* cos, const float* sin, int64
             }
             for (int64_t t = 0; t < T; t++) {
                 const int64_t n = n0 + t, ps = n - 1 < MAXPOS ? n - 1 : MAXPOS - 1;
+                /* keys lo..n-1: shifting both bases by lo keeps key l at (l < sh ? src : own) + l*D */
+                const int64_t lo = WINDOW > 0 && n > WINDOW ? n - WINDOW : 0, m = n - lo, shw = sh - lo;
                 for (int64_t h = 0; h < KVH; h++) {
-                    const int64_t own = (rows[b] * KVH + h) * CAP * D, from = (src[b] * KVH + h) * CAP * D;
+                    const int64_t own = (rows[b] * KVH + h) * CAP * D + lo * D, from = (src[b] * KVH + h) * CAP * D + lo * D;
                     for (int64_t g = 0; g < G; g++) {
                         const int64_t head = ((b * T + t) * KVH + h) * G + g;
                         rope(qkv + (b * T + t) * W + (h * G + g) * D, cos + ps * D, sin + ps * D, D, qr);
                         switch (D) {  /* common head sizes get code with the size folded in */
-                        case 32: attend(qr, kc, vc, from, own, sh, n, 32, scale, p, out + head * D); break;
-                        case 64: attend(qr, kc, vc, from, own, sh, n, 64, scale, p, out + head * D); break;
-                        case 128: attend(qr, kc, vc, from, own, sh, n, 128, scale, p, out + head * D); break;
-                        default: attend(qr, kc, vc, from, own, sh, n, D, scale, p, out + head * D);
+                        case 32: attend(qr, kc, vc, from, own, shw, m, 32, scale, p, out + head * D); break;
+                        case 64: attend(qr, kc, vc, from, own, shw, m, 64, scale, p, out + head * D); break;
+                        case 128: attend(qr, kc, vc, from, own, shw, m, 128, scale, p, out + head * D); break;
+                        default: attend(qr, kc, vc, from, own, shw, m, D, scale, p, out + head * D);
                         }
                     }
                 }

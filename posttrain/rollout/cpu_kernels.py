@@ -95,7 +95,7 @@ def _build() -> ctypes.CDLL:
     fn = lib.decode_attention
     fn.argtypes = [_F32, _F32, _F32, ctypes.c_int64, _F32, _F32, _I64, _I64, _I64, _I64, _I64, _F32] + [
         ctypes.c_int64] * 6 + [
-        ctypes.c_float, ctypes.c_int]
+        ctypes.c_float, ctypes.c_int64, ctypes.c_int]
     fn.restype = ctypes.c_int
     lib.sample_rows.argtypes = [_F32, _F32, _I64, _I64, _I64, ctypes.c_int64, _I64, ctypes.c_int64, ctypes.c_int64,
                                 _I64, _F32, ctypes.c_int]
@@ -165,12 +165,13 @@ class DecodePlan:
         self._ptrs = [_ptr(x, _I64) for x in (self.rows, self.length, self.src, self.shared, self.order)]
 
     def run(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
-            heads: int) -> torch.Tensor:
+            heads: int, scale: float | None = None, window: int = 0) -> torch.Tensor:
         """Attention output [B, T, heads * D] from the fused projection qkv [B, T, (heads + 2 kvh) D]
         (before the rotary embedding; cos, sin [max_pos, D] are the model's tables). Each row's
         T new keys (rotated) and values go into its lane at positions length-1 .. length+T-2;
-        query t (rotated) sees positions < length + t. kc, vc: one layer's lanes
-        [lanes, kvh, cap, D]. All fp32, contiguous."""
+        query t (rotated) sees positions < length + t, only the last `window` of them when
+        window > 0 (a sliding-window layer). Scores are q.k * scale (default D ** -0.5).
+        kc, vc: one layer's lanes [lanes, kvh, cap, D]. All fp32, contiguous."""
         B, T, W = qkv.shape
         _, kvh, cap, D = kc.shape
         ok = all(t.dtype == torch.float32 and t.is_contiguous() for t in (qkv, cos, sin, kc, vc))
@@ -185,7 +186,8 @@ class DecodePlan:
         out = torch.empty(B, T, heads * D, dtype=torch.float32)
         rc = _lib.decode_attention(_ptr(qkv, _F32), _ptr(cos, _F32), _ptr(sin, _F32), cos.shape[0], _ptr(kc, _F32),
                                    _ptr(vc, _F32), *self._ptrs, _ptr(out, _F32), B, T, kvh, heads // kvh, self.cap, D,
-                                   float(D) ** -0.5, torch.get_num_threads())
+                                   float(D) ** -0.5 if scale is None else float(scale), int(window),
+                                   torch.get_num_threads())
         if rc:
             raise MemoryError("decode_attention: could not allocate the score buffer")
         return out

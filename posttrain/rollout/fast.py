@@ -12,6 +12,10 @@ Sampling parameters and seeds are per request (sampling.py). Bad requests (promp
 than the context, empty prompt, token ids outside the vocabulary, non-finite sampling
 parameters) come back as a Completion with finish_reason "error", never failing the batch.
 
+Architectures: Llama (incl. tied, SmolLM2), Mistral, Qwen2, Qwen3 and Gemma 3 text models
+(fast_arch.py); any other config is refused at construction with a ModelError naming the
+feature, and `fast_model.check_supported(config_json_dict)` gives the same line up front.
+
 Limits: one process, one device; a step is never preempted, so a deadline is honoured at
 step granularity. The KV of a prompt shared across calls is reused only while the
 weights are unchanged (load_weights clears the store). On GPU, `cuda_graphs=True` pads
@@ -35,7 +39,7 @@ from posttrain.errors import ConfigError, ModelError
 from posttrain.models.vlm import model_name
 from posttrain.registry import engine, registry
 from posttrain.rollout.engine import Completion, GenRequest
-from posttrain.rollout.fast_model import FastLM
+from posttrain.rollout.fast_model import FastLM, check_supported
 from posttrain.rollout.fast_prefill import PrefillStats, prefill
 from posttrain.rollout.fast_seq import Finisher, Seq
 from posttrain.rollout.fast_vision import ImageEncoder, is_vlm
@@ -55,6 +59,9 @@ class _Waiting:
 
 @engine("fast")
 class FastEngine:
+    # config.json dict -> None, or the one line saying what `fast` cannot run (config_check calls it at load)
+    unsupported_reason = staticmethod(check_supported)
+
     def __init__(self, model: Any, tokenizer: Any, max_batch: int = 256, max_model_len: int | None = None,
                  block_size: int = 16, cache_mb: float = 64.0, cache_outputs: bool = True,
                  speculative: str | None = None, num_draft: int = 4, draft_model: Any = None, ngram_max: int = 3,
@@ -70,7 +77,7 @@ class FastEngine:
             if not isinstance(val, int) or val < 1:
                 raise ConfigError(f"engine.args.{name} must be an integer >= 1, got {val!r}")
         tdtype = getattr(torch, dtype) if dtype else None
-        self.lm = FastLM.from_hf(model, tdtype, device)
+        self.lm = FastLM.from_hf(model, tdtype, device, max_len=max_model_len)  # ModelError if unsupported
         self.tok = tokenizer
         gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
         extra = gen_eos if isinstance(gen_eos, (list, tuple)) else [gen_eos] if gen_eos is not None else []

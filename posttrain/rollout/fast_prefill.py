@@ -56,7 +56,7 @@ def prefill(lm: FastLM, lanes: Lanes, store: PagedStore | None, prompts: list[tu
     st = torch.tensor(start, dtype=torch.long, device=lm.device)
     embeds = None
     if any(im is not None for im in images):
-        embeds = lm.embed[tokens]  # [R, T, hidden]
+        embeds = lm.embed_tokens(tokens)  # [R, T, hidden]
         for r, im in enumerate(images):
             if im is not None:  # image prompts start at 0 (no store), so token positions are prompt positions
                 embeds[r][tokens[r] == im[0]] = im[1].to(embeds.dtype)

@@ -34,9 +34,12 @@ class VLLMEngine:
     def __init__(self, model: Any, tokenizer: Any, model_path: str | None = None, dtype: str = "bfloat16",
                  gpu_memory_utilization: float = 0.6, verify_tol: float = 5e-2, seed: int = 0) -> None:
         try:
-            import vllm  # noqa: F401
-        except ModuleNotFoundError:
-            raise ConfigError("engine 'vllm' needs the vllm package (pip install vllm) and a GPU") from None
+            import vllm  # noqa: F401  heavy: only here, never at registration
+        except ImportError as e:  # absent, or installed but unloadable (wrong torch/CUDA build)
+            why = "is not installed" if isinstance(e, ModuleNotFoundError) and e.name == "vllm" \
+                else f"failed to import ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+            raise ConfigError(f"engine 'vllm' needs the vllm package, which {why}: install it with "
+                              f"`pip install vllm` (CUDA GPU only), or use engine 'fast'") from None
         from vllm import LLM
 
         if getattr(tokenizer, "eos_token_id", None) is None:
