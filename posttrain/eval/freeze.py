@@ -41,6 +41,10 @@ BUILTINS: dict[str, tuple[dict[str, int], int, str, int | None]] = {
     "chart": ({"chart": 30}, 1, "Bar-chart questions on rendered images (needs a vision-language model).", None),
     "drawing": ({"drawing": 30}, 1, "Shape-counting questions on drawings (needs a vision-language model).", None),
     "ui": ({"ui": 30}, 1, "Screenshot questions on rendered UIs (needs a vision-language model).", None),
+    # The real benchmarks (optional packages, `benchmarks` extra): each one's whole held-out split.
+    "math500": ({"math500": 10_000}, 1, "MATH-500 (MMATH's integer-answer subset), held-out split, math-verify.", None),
+    "aime": ({"aime": 10_000}, 1, "AIME 2024 + 2025, held-out split, graded by math-verify.", None),
+    "ifbench": ({"ifbench": 10_000}, 1, "IFBench prompts, held-out split, strict all-or-nothing constraints.", None),
     "regression": ({"arithmetic": 14, "code": 12, "math": 10}, 5,
                    "Default regression set: 36 tasks across domains, 5 epochs.", 24),
 }
