@@ -41,57 +41,7 @@ from typing import Any, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, Any]:
-    from posttrain.rollout.agent import AgentOptions, rollout_agent
-    from posttrain.rollout.agent_tasks import rereads
-
-    trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=1, temperature=0.0))
-    passed = {t.task_id: bool(t.verify and t.verify.passed) for t in trajs if not t.infra_error}
-    solved_steps = [t.num_steps for t in trajs if t.verify and t.verify.passed]
-    calls = [t for t in trajs if any(x.tool_call is not None and x.tool_call.name == "calculator" for x in t.turns)]
-    return {"passed": passed, "rate": sum(passed.values()) / max(1, len(passed)), "steps_solved": statistics.mean(solved_steps) if solved_steps else float("nan"),
-            "tool_rate": len(calls) / max(1, len(trajs)),
-            "pass_given_tool": sum(bool(t.verify and t.verify.passed) for t in calls) / max(1, len(calls)),
-            "reread": sum(rereads(t) for t in trajs) / max(1, len(trajs)),
-            "malformed": sum(t.verify.details.get("agent", {}).get("malformed", 0) for t in trajs if t.verify),
-            "example": [x.text for x in trajs[0].turns]}
-
-
-async def sampled_steps(engine: Any, tok: Any, tasks: Sequence[Any], k: int, temperature: float, seed: int
-                        ) -> dict[str, list[int]]:
-    """Steps of each solved episode, per task, over `k` sampled episodes per task at `temperature`
-    (the policy as RL samples it; greedy decoding hides a habit taken on fewer than half the
-    samples)."""
-    from posttrain.rollout.agent import AgentOptions, rollout_agent
-
-    trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=k, temperature=temperature, seed=seed))
-    out: dict[str, list[int]] = {t.id: [] for t in tasks}
-    for t in trajs:
-        if t.verify and t.verify.passed and not t.infra_error:
-            out[t.task_id].append(t.num_steps)
-    return out
-
-
-def steps_change(before: dict[str, list[int]], after: dict[str, list[int]]) -> dict[str, Any]:
-    """Average steps on solved sampled episodes, before vs after, paired by task: one pair per
-    task solved in at least one sample both times (the task's mean steps), with a task-cluster
-    bootstrap of the mean difference and an exact sign test over the tasks whose mean moved."""
-    from posttrain.eval.stats import mcnemar_exact, paired_bootstrap
-
-    both = [k for k in before if before[k] and after.get(k)]
-    b = [statistics.mean(before[k]) for k in both]
-    a = [statistics.mean(after[k]) for k in both]
-    boot = paired_bootstrap(b, a, both, seed=0)
-    flat_b = [s for k in before for s in before[k]]
-    flat_a = [s for k in after for s in after[k]]
-    fell, rose = sum(y < x for x, y in zip(b, a)), sum(y > x for x, y in zip(b, a))
-    return {"tasks": len(both), "before": statistics.mean(b) if b else float("nan"),
-            "fell": fell, "rose": rose, "sign_p": mcnemar_exact(rose, fell), "resamples": boot.resamples,
-            "after": statistics.mean(a) if a else float("nan"), "delta": boot.interval.estimate,
-            "low": boot.interval.low, "high": boot.interval.high, "p": boot.p_value,
-            "episodes": [len(flat_b), len(flat_a)],
-            "over_min": [sum(s > 2 for s in flat_b) / max(1, len(flat_b)), sum(s > 2 for s in flat_a) / max(1, len(flat_a))]}
+from posttrain.eval.agent_eval import agent_eval, sampled_steps, steps_change  # noqa: E402
 
 
 def validate(model: Any, tok: Any, val: Sequence[Any], cfg: Any) -> dict[str, Any]:
@@ -208,9 +158,10 @@ def headline(args: argparse.Namespace) -> None:
     from posttrain.config import load_config
     from posttrain.eval.stats import mcnemar_exact
     from posttrain.models.tiny import build_tiny
-    from posttrain.rollout.agent_sft import plan_demonstrations, sft_on_demonstrations
+    from posttrain.rollout.agent_sft import plan_demonstrations
+    from posttrain.train.agent_sft import sft_on_demonstrations
     from posttrain.rollout.agent_tasks import habit_tasks, product_tasks, reread_tasks
-    from posttrain.train.rl import build_state, rl_step
+    from posttrain.train.rl import build_state, train_rl
 
     torch.set_num_threads(args.threads)
     cfg = load_config(None, [f"model.tiny.max_position_embeddings=512", f"rl.prompts_per_step={args.prompts}",
@@ -244,12 +195,13 @@ def headline(args: argparse.Namespace) -> None:
           f"({time.perf_counter() - t0:.0f}s)", flush=True)
     t_rl0 = time.perf_counter()
     rows = []
-    while time.perf_counter() - t_rl0 < args.rl_minutes * 60 and st.step < args.max_rl_steps:
-        row = asyncio.run(rl_step(st))
-        st.metrics.log(st.step, row)
+
+    def on_step(step: int, row: dict) -> None:
         rows.append(row)
-        print(f"rl step {st.step}: reward {row['reward/mean']:.3f} step_s {row['time/step_s']:.1f}", flush=True)
-        st.step += 1
+        print(f"rl step {step}: reward {row['reward/mean']:.3f} step_s {row['time/step_s']:.1f}", flush=True)
+
+    st.cfg.rl.steps = args.max_rl_steps  # the step cap; the wall-clock budget usually ends RL first
+    asyncio.run(train_rl(st, on_step=on_step, budget_s=args.rl_minutes * 60))
     t_rl = time.perf_counter() - t_rl0
     after = asyncio.run(agent_eval(st.engine, tok, held))
     steps_after = asyncio.run(sampled_steps(st.engine, tok, held, args.step_samples, args.temperature, args.seed))

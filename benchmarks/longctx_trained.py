@@ -9,7 +9,7 @@
      haystack + "Question: ... Answer with the number only.");
    - reader rows for the pipeline's answer step: the chunk holding the needle ->
      "<value> [cN]", another chunk -> "not found" (ModelReader's exact prompt).
-   SFT on both, then the real RL loop (`posttrain.train.rl.rl_step`) on the short needle
+   SFT on both, then the real RL loop (`posttrain.train.rl.train_rl`) on the short needle
    tasks.
 3. Held-out needle documents of 4 x ctx characters (depths 0, 0.25, 0.5, 0.75, 1), answered
    two ways by the same trained model, greedy:
@@ -81,7 +81,7 @@ def main() -> None:
     from posttrain.models.tiny import build_tiny
     from posttrain.rollout import make_engine
     from posttrain.rollout.engine import GenRequest, SamplingParams
-    from posttrain.train.rl import build_state, rl_step
+    from posttrain.train.rl import build_state, train_rl
     from posttrain.train.sft import SupervisedLoop
     from posttrain.verifiers.numeric import parse_number
 
@@ -91,6 +91,7 @@ def main() -> None:
     t0 = time.perf_counter()
     cfg = load_config(None, [f"model.tiny.max_position_embeddings={args.ctx}", f"seed={args.seed}",
                              f"rl.lr={args.rl_lr}", "rl.checkpoint_every=0", "rl.max_new_tokens=12",
+                             f"rl.steps={args.rl_steps}",
                              "engine.name=fast"])
     save_policy(*build_tiny(cfg.model.tiny, seed=args.seed), out / "base-model")
     model, tok = load_policy(out / "base-model")
@@ -119,11 +120,12 @@ def main() -> None:
     t_sft = time.perf_counter() - t0
 
     st = build_state(cfg, out, model, tok, short, [], sandbox=None)
-    for _ in range(args.rl_steps):
-        row = asyncio.run(rl_step(st))
-        st.step += 1
-        if st.step % 20 == 0:
-            print(f"RL step {st.step}: reward {row['reward/mean']:.3f}", flush=True)
+
+    def on_step(step: int, row: dict) -> None:
+        if (step + 1) % 20 == 0:
+            print(f"RL step {step + 1}: reward {row['reward/mean']:.3f}", flush=True)
+
+    asyncio.run(train_rl(st, on_step=on_step))
     t_train = time.perf_counter() - t0
     save_policy(st.model, tok, out / "model")
 

@@ -25,7 +25,7 @@ def main() -> None:
     ap.add_argument("overrides", nargs="*")
     a = ap.parse_args()
 
-    from posttrain.train.vision_quickstart import format_summary, run_vision_quickstart, vision_config
+    from posttrain.recipes.vision import format_summary, run_vision_quickstart, vision_config
 
     cfg = vision_config(a.config, a.overrides)
     t0 = time.perf_counter()

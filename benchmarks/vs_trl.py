@@ -16,7 +16,7 @@ Set-up, identical for both sides:
           (our verifier: format rule + exact_numeric; TRL: the same parse in a reward function)
   eval    the same greedy HF `generate` accuracy function on both final models
 
-Our side is our own machinery: `build_state` + `rl_step` from posttrain/train/rl.py (fast
+Our side is our own machinery: `build_state` + `train_rl` from posttrain/train/rl.py (fast
 engine, verifier runner, scheduler, update_policy, weight sync, trajectory store). Runs
 alternate (TRL, ours, ours, TRL, ...) and each row is the median over repeats.
 Known differences: our loop drops zero-variance groups (DAPO dynamic sampling) and our
@@ -140,7 +140,7 @@ def warm_model(model_dir: Path, train, held, seed: int = 0) -> float:
 def run_ours(model_dir: Path, train, held, steps: int, lr: float, seed: int) -> dict:
     from posttrain.config import load_config
     from posttrain.models import load_policy
-    from posttrain.train.rl import build_state, rl_step
+    from posttrain.train.rl import build_state, train_rl
     from posttrain.types import Message, Spec, Task
 
     def task(a, b):
@@ -155,14 +155,11 @@ def run_ours(model_dir: Path, train, held, steps: int, lr: float, seed: int) -> 
     model, tok = load_policy(model_dir)
     with tempfile.TemporaryDirectory() as d:
         st = build_state(cfg, Path(d), model, tok, [task(a, b) for a, b in train], [], None)
-        times, rewards, tokens = [], [], []
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            row = asyncio.run(rl_step(st))
-            st.step += 1
-            times.append(time.perf_counter() - t0)
-            rewards.append(row["reward/mean"])
-            tokens.append(row["completion_tokens/mean"] * 128)
+        rows: list[dict] = []
+        asyncio.run(train_rl(st, on_step=lambda s, row: rows.append(row)))
+        times = [r["time/step_s"] for r in rows]
+        rewards = [r["reward/mean"] for r in rows]
+        tokens = [r["completion_tokens/mean"] * 128 for r in rows]
         st.store.close()
         st.metrics.close()
         acc = greedy_accuracy(st.model, tok, held)

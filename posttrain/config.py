@@ -2,15 +2,24 @@
 
     cfg = load_config("examples/quickstart.yaml", ["rl.steps=20", "rl.lr=3e-4"])
 
+Precedence, each layer merged deeply over the one before: a preset (a recipe's YAML in
+posttrain/recipes/presets, passed as `base`) <- the YAML file <- dotted overrides. So a
+YAML `rl: {steps: 10}` over a preset changes rl.steps and keeps the preset's rl.lr. A
+YAML value of null deletes that key of the preset (e.g. drop one of a preset's domains
+with `tasks: {domains: {ui: null}}`).
+
 Every section forbids unknown keys, so a typo is an error that names the key and the
-file, never a silently ignored setting. Values computed at run time do not live here.
+file, never a silently ignored setting. Numeric ranges are checked here too; the names
+of registered components (losses, engines, domains, ...) are checked by
+`posttrain.config_check.check_config`, which every command calls before any model work.
+Values computed at run time do not live here.
 """
 
 from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -62,10 +71,10 @@ class ModelConfig(Section):
 
 
 class DomainConfig(Section):
-    weight: float = 1.0
-    n_train: int = 2000
-    n_eval: int = 200
-    difficulty: float = 1.0
+    weight: float = Field(default=1.0, ge=0.0)
+    n_train: int = Field(default=2000, ge=0)
+    n_eval: int = Field(default=200, ge=0)
+    difficulty: float = Field(default=1.0, ge=0.0)
     args: dict[str, Any] = {}
 
 
@@ -84,18 +93,18 @@ class TasksConfig(Section):
 
 
 class SFTConfig(Section):
-    steps: int = 600
-    lr: float = 3e-3
-    batch_size: int = 64
-    warmup_steps: int = 10
+    steps: int = Field(default=600, ge=0)
+    lr: float = Field(default=3e-3, gt=0.0)
+    batch_size: int = Field(default=64, ge=1)
+    warmup_steps: int = Field(default=10, ge=0)
     # Quickstart warm-up only: stop once greedy pass@1 on a validation sample of the RL task
     # pool (never the held-out split), mean over domains, reaches this; None = run all steps.
     stop_at_pass: float | None = Field(default=None, gt=0.0, le=1.0)
     check_every: int = Field(default=50, ge=1)  # SFT steps between validation checks
     val_per_domain: int = Field(default=100, ge=1)  # validation tasks per domain
-    weight_decay: float = 0.0
-    max_len: int = 128
-    eval_every: int = 0
+    weight_decay: float = Field(default=0.0, ge=0.0)
+    max_len: int = Field(default=128, ge=2)
+    eval_every: int = Field(default=0, ge=0)
     data: str | None = None  # JSONL of chat examples; None -> oracle demonstrations
     pack: bool = False
     eval_data: str | None = None  # JSONL held out for eval loss; None -> eval_frac of `data`
@@ -103,9 +112,9 @@ class SFTConfig(Section):
 
 
 class LoraConfig(Section):
-    r: int = 8
-    alpha: int = 16
-    dropout: float = 0.0
+    r: int = Field(default=8, ge=1)
+    alpha: int = Field(default=16, ge=1)
+    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
     target_modules: list[str] = ["q_proj", "v_proj"]
 
 
@@ -114,62 +123,80 @@ class TrainerConfig(Section):
 
     lora: LoraConfig | None = None  # None -> full fine-tuning
     gradient_checkpointing: bool = False
-    grad_accum: int = 1  # micro-batches per optimizer step
+    grad_accum: int = Field(default=1, ge=1)  # micro-batches per optimizer step
     precision: str = "auto"  # auto -> bf16 autocast where the device has it, else fp32; or fp32 / bf16
 
 
 class DPOConfig(Section):
-    loss: str = "sigmoid"  # sigmoid | ipo
-    beta: float = 0.1
-    steps: int = 100
-    lr: float = 1e-4
-    batch_size: int = 16
-    max_len: int = 256
-    warmup_steps: int = 5
+    loss: str = "sigmoid"  # a `dpo_loss` registry name: sigmoid | ipo
+    beta: float = Field(default=0.1, gt=0.0)
+    steps: int = Field(default=100, ge=0)
+    lr: float = Field(default=1e-4, gt=0.0)
+    batch_size: int = Field(default=16, ge=1)
+    max_len: int = Field(default=256, ge=2)
+    warmup_steps: int = Field(default=5, ge=0)
     data: str | None = None  # JSONL pairs {prompt|messages, chosen, rejected}
     from_run: str | None = None  # or: build pairs from this run's trajectories.sqlite
-    min_reward_gap: float = 0.5
-    eval_every: int = 0
-    eval_frac: float = 0.1
+    min_reward_gap: float = Field(default=0.5, ge=0.0)
+    eval_every: int = Field(default=0, ge=0)
+    eval_frac: float = Field(default=0.1, ge=0.0, lt=1.0)
+
+
+class InfraErrorConfig(Section):
+    """rl.infra_error: what an RL run does when too many verifications are infra errors (train/infra_guard.py)."""
+
+    window: int = Field(default=200, ge=1)  # the last N verifications looked at
+    threshold: float = Field(default=0.2, gt=0.0, le=1.0)  # infra-error share that trips the guard
+    min_samples: int = Field(default=50, ge=1)  # no verdict on fewer verifications
+    action: str = Field(default="warn", pattern="^(warn|stop)$")  # warn loudly, or stop the run (one line)
 
 
 class RLConfig(Section):
-    steps: int = 200
-    prompts_per_step: int = 16
-    group_size: int = 8
-    lr: float = 3e-5  # benchmarks/vs_trl.py: 3e-5..1e-4 lifts both TRL and us; >= 5e-4 collapses both
-    warmup_steps: int = 20  # linear LR warm-up: Adam's first steps are sign-like and large
-    loss: str = "dapo"
-    advantage: str = "group_norm"
-    kl_coef: float = 0.0
-    kl_estimator: str = "k3"
-    clip_eps: float = 0.2
-    clip_eps_high: float = 0.28
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 24
-    update_epochs: int = 1
-    minibatches: int = 1
+    steps: int = Field(default=200, ge=0)
+    prompts_per_step: int = Field(default=16, ge=1)
+    group_size: int = Field(default=8, ge=1)
+    # benchmarks/vs_trl.py: 3e-5..1e-4 lifts both TRL and us; >= 5e-4 collapses both
+    lr: float = Field(default=3e-5, gt=0.0)
+    warmup_steps: int = Field(default=20, ge=0)  # linear LR warm-up: Adam's first steps are sign-like and large
+    loss: str = "dapo"  # a `loss` registry name
+    # Extra keyword arguments of the loss (e.g. {clip_eps: 3e-4} for gspo). Clip ranges left
+    # unset here and in clip_eps/clip_eps_high take the loss's own defaults.
+    loss_args: dict[str, Any] = {}
+    advantage: str = "group_norm"  # an `advantage` registry name
+    kl_coef: float = Field(default=0.0, ge=0.0)
+    kl_estimator: str = "k3"  # a `kl` registry name
+    # None -> the loss's own default (dapo 0.2 / 0.28, grpo 0.2 / 0.2, gspo 3e-4 / 4e-4)
+    clip_eps: float | None = Field(default=None, gt=0.0)
+    clip_eps_high: float | None = Field(default=None, gt=0.0)
+    temperature: float = Field(default=1.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_new_tokens: int = Field(default=24, ge=1)
+    update_epochs: int = Field(default=1, ge=1)
+    minibatches: int = Field(default=1, ge=1)
     share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
     dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)
-    max_grad_norm: float = 1.0
-    format_weight: float = 0.0  # extra reward weight of the format rule (gated anyway)
-    eval_every: int = 0
-    checkpoint_every: int = 10
-    keep_checkpoints: int = 2
+    max_grad_norm: float = Field(default=1.0, gt=0.0)
+    format_weight: float = Field(default=0.0, ge=0.0)  # extra reward weight of the format rule (gated anyway)
+    eval_every: int = Field(default=0, ge=0)
+    checkpoint_every: int = Field(default=10, ge=0)
+    keep_checkpoints: int = Field(default=2, ge=1)
+    infra_error: InfraErrorConfig = InfraErrorConfig()
+
+    def loss_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for the loss: clip ranges that are set, then `loss_args` (wins)."""
+        clip = {k: v for k, v in (("clip_eps", self.clip_eps), ("clip_eps_high", self.clip_eps_high)) if v is not None}
+        return {**clip, "max_tokens": self.max_new_tokens, **self.loss_args}
 
 
 class EngineConfig(Section):
-    name: str = "fast"
-    max_batch: int = 512
-    args: dict[str, Any] = {}
+    name: str = "fast"  # an `engine` registry name: fast | hf | vllm
+    args: dict[str, Any] = {}  # engine keyword arguments, e.g. {max_batch: 256, speculative: ngram}
 
 
 class SandboxConfig(Section):
-    concurrency: int = 0  # 0 -> number of cores
-    wall_s: float = 5.0
-    memory_mb: int = 256
-    retries: int = 2
+    # Per-execution limits come from each task's verifier (e.g. humaneval's wall_s), not from here.
+    concurrency: int = Field(default=0, ge=0)  # 0 -> number of cores
+    retries: int = Field(default=2, ge=0)
 
 
 class ScheduleConfig(Section):
@@ -179,10 +206,9 @@ class ScheduleConfig(Section):
 
 class EvalConfig(Section):
     # Held-out pass@1 is one sample per task at this temperature (seeded when > 0); 0 = greedy.
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0.0)
     seed: int = 1234
-    epochs: int = 1
-    max_new_tokens: int = 24
+    max_new_tokens: int = Field(default=24, ge=1)
 
 
 class AgentConfig(Section):
@@ -236,7 +262,8 @@ class RunConfig(Section):
     eval: EvalConfig = EvalConfig()
     cluster: ClusterConfig = ClusterConfig()
     agent: AgentConfig = AgentConfig()
-    threads: int = Field(default=0, description="torch threads; 0 -> all cores")
+    threads: int = Field(default=0, ge=0, description="torch threads; 0 -> all cores")
+    plugins: list[str] = []  # .py files defining extra domains/verifiers/losses, imported before validation
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, raw: str, defaults: dict[str, Any] | None = None) -> None:
@@ -264,22 +291,46 @@ def _format_error(err: ValidationError, source: str) -> str:
     return f"bad value for config key {key!r} in {source}: {first['msg']}"
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] = (), base: dict | None = None) -> RunConfig:
-    """Load YAML (optional), apply `key.sub=value` overrides, validate. Errors name key+file."""
-    tree: dict[str, Any] = dict(base or {})
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` merged into a copy of `base`: mappings merge key by key, anything else replaces;
+    a None in `over` deletes that key (how a YAML drops a preset's domain)."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if v is None:
+            out.pop(k, None)
+        elif isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def read_yaml_tree(path: str | Path) -> dict[str, Any]:
+    """A config YAML file as a mapping; errors name the file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    try:
+        loaded = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{p}: top level must be a mapping of config sections")
+    return loaded
+
+
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = (), base: dict | None = None) -> RunConfig:
+    """Load `base` (a preset) <- YAML (optional) <- `key.sub=value` overrides, deep-merged, then
+    validate. Errors name the key and the file."""
+    tree: dict[str, Any] = copy.deepcopy(base or {})
     source = "defaults"
     if path is not None:
-        p = Path(path)
-        source = str(p)
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {p}")
-        try:
-            loaded = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{p}: not valid YAML: {str(e).splitlines()[0]}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{p}: top level must be a mapping of config sections")
-        tree.update(loaded)
+        source = str(path)
+        loaded = read_yaml_tree(path)
+        if isinstance(loaded.get("plugins"), list):  # relative to the YAML file, stored absolute: a resume
+            loaded["plugins"] = [str((Path(path).parent / p).resolve()) if isinstance(p, str) else p
+                                 for p in loaded["plugins"]]  # from another directory finds them
+        tree = deep_merge(tree, loaded)
     defaults = RunConfig().model_dump(mode="json") if overrides else None
     for ov in overrides:
         if "=" not in ov:

@@ -27,10 +27,13 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "domain": ("posttrain.tasks",),
     "engine": ("posttrain.rollout",),
     "loss": ("posttrain.train.losses",),
+    "dpo_loss": ("posttrain.train.losses",),
     "advantage": ("posttrain.train.advantages",),
     "kl": ("posttrain.train.losses",),
     "sched_policy": ("posttrain.schedule",),
     "tool": ("posttrain.rollout.tools",),
+    "speculator": ("posttrain.rollout.speculative",),
+    "longctx_reader": ("posttrain.longctx.reader",),
 }
 
 

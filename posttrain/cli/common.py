@@ -1,41 +1,79 @@
-"""Shared CLI helpers: the live progress display for long jobs."""
+"""Shared CLI helpers: the live progress display for long jobs, and what an interrupt prints."""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+
+@contextlib.contextmanager
+def interruptible(run_dir: Path, command: str, resumable: bool = True) -> Iterator[None]:
+    """On Ctrl-C: say where the checkpoint is and how to resume (or rerun), then exit 130, no traceback."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        from posttrain.store.run_dir import interrupted_message
+
+        msg = (interrupted_message(run_dir, command) if resumable
+               else f"interrupted; this command does not resume: rerun it with --overwrite ({command} --overwrite)")
+        print(f"posttrain: {msg}", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 class PhaseProgress:
-    """A rich progress display fed by `report(phase, info)` callbacks from the library."""
+    """A rich progress display fed by `report(phase, info)` callbacks from the library.
 
-    def __init__(self) -> None:
+    On a terminal: one live bar per phase, each finishing at its true count (an SFT warm-up
+    that stops early at step 75 of 300 ends as 75/75). Elsewhere (CI logs, `| tee`): no
+    live bars, one plain line every `lines_per_phase`-th of a phase and at its last step."""
+
+    def __init__(self, lines_per_phase: int = 10) -> None:
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+        self.console = Console()
+        self.live = self.console.is_terminal
         self.progress = Progress(TextColumn("[bold]{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                 TextColumn("{task.fields[info]}"), transient=False)
+                                 TextColumn("{task.fields[info]}"), transient=False, console=self.console,
+                                 disable=not self.live)
         self.tasks: dict[str, Any] = {}
+        self.lines_per_phase = lines_per_phase
 
     def __enter__(self) -> "PhaseProgress":
         self.progress.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        for task_id in self.tasks.values():  # a phase that stopped early ends at its true count, without an eta
+            task = self.progress.tasks[task_id]
+            if task.total is not None and task.completed < task.total:
+                self.progress.update(task_id, total=task.completed)
         self.progress.__exit__(*exc)
+
+    def _line(self, phase: str, info: dict) -> None:
+        step, total = info["step"], info["total"]
+        every = max(1, total // self.lines_per_phase)
+        if step % every == 0 or step == total:
+            self.console.print(f"{phase} {step}/{total}  {self._describe(phase, info)}", highlight=False)
 
     def __call__(self, phase: str, info: dict) -> None:
         if "total" in info:
             if phase not in self.tasks:
                 self.tasks[phase] = self.progress.add_task(phase, total=info["total"], info="")
             self.progress.update(self.tasks[phase], completed=info["step"], info=self._describe(phase, info))
+            if not self.live:
+                self._line(phase, info)
         elif phase == "eval":
-            self.progress.console.print(f"evaluating held-out tasks ({info['name']}): {info['n']} tasks")
+            self.console.print(f"evaluating held-out tasks ({info['name']}): {info['n']} tasks")
         elif phase == "sft_check":
             shown = ", ".join(f"{d} {v:.3f}" for d, v in info["domains"].items())
-            self.progress.console.print(f"SFT step {info['step']}: validation pass@1 {info['pass@1']:.3f} ({shown})")
+            self.console.print(f"SFT step {info['step']}: validation pass@1 {info['pass@1']:.3f} ({shown})")
         elif phase == "before":
             shown = ", ".join(f"{d} {v:.3f}" for d, v in info["pass@1"].items())
-            self.progress.console.print(f"held-out pass@1 after SFT, before RL: {shown}")
+            self.console.print(f"held-out pass@1 after SFT, before RL: {shown}")
 
     @staticmethod
     def _describe(phase: str, info: dict) -> str:

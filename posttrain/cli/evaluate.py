@@ -28,8 +28,9 @@ def _dumps(obj: Any) -> str:
 def compare_cmd(
     run_a: Path = typer.Argument(..., help="Baseline evaluation run directory (before)."),
     run_b: Path = typer.Argument(..., help="Candidate evaluation run directory (after)."),
-    margin: float = typer.Option(0.02, help="Regression margin: fail when the CI lower bound < -margin."),
-    fail_on_regression: bool = typer.Option(False, "--fail-on-regression", help="Exit 1 on a regression (for CI)."),
+    margin: float = typer.Option(0.02, help="Non-inferiority margin: a loss within it counts as unchanged."),
+    fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
+                                            help="Exit 1 unless every domain is improved or unchanged (for CI)."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as one JSON object."),
     report: Optional[Path] = typer.Option(None, help="HTML report path (default RUN_B/report.html)."),
     seed: int = typer.Option(0, help="Seed of the paired bootstrap."),
@@ -47,7 +48,7 @@ def compare_cmd(
         from rich.markdown import Markdown
 
         Console().print(Markdown(comparison_markdown(cmp, str(path))))
-    if fail_on_regression and cmp.regressions:
+    if fail_on_regression and (cmp.regressions or cmp.unproven):
         raise typer.Exit(1)
 
 

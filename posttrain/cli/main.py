@@ -8,8 +8,13 @@ second. User errors (`PosttrainError`) print as one line on stderr, exit code 2.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
+
+# The command draws its own progress; Hugging Face's bars ("Writing model shards", downloads)
+# would interleave with it. Set before transformers is first imported; a user's own setting wins.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import typer
 

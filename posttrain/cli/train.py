@@ -34,21 +34,28 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
 
 
 def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resume: Optional[Path],
-         base: dict | None = None) -> None:
-    from posttrain.cli.common import PhaseProgress
+         base: dict | None = None, overwrite: bool = False, command: str = "posttrain rl",
+         plugins: List[Path] = ()) -> None:
+    from posttrain.cli.common import PhaseProgress, interruptible
     from posttrain.config import load_config
-    from posttrain.errors import ConfigError
-    from posttrain.train.quickstart import run_quickstart
+    from posttrain.config_check import check_config
+    from posttrain.store.run_dir import claim_run_dir, resume_message
 
     if resume is not None:
-        if not (resume / "config.yaml").is_file():
-            raise ConfigError(f"--resume {resume}: not a run directory (no config.yaml)")
+        claim_run_dir(resume, resume=True)
         cfg = load_config(resume / "config.yaml", overrides)
         run_dir = resume
     else:
         cfg = load_config(config, overrides, base=base)
         run_dir = out or Path(cfg.out_dir) / cfg.name
-    with PhaseProgress() as progress:
+    cfg.plugins = [*cfg.plugins, *(str(p.resolve()) for p in plugins)]
+    check_config(cfg)  # every name, file and the engine/model pair, before any model work
+    claim_run_dir(run_dir, resume=resume is not None, overwrite=overwrite, command=command)
+    if resume is not None:
+        typer.echo(resume_message(run_dir))
+    from posttrain.recipes.quickstart import run_quickstart
+
+    with interruptible(run_dir, command), PhaseProgress() as progress:
         summary = run_quickstart(cfg, run_dir, resume=resume is not None, report=progress)
     _print_summary(summary, run_dir)
 
@@ -61,23 +68,31 @@ def register(app: typer.Typer) -> None:
         overrides: List[str] = typer.Argument(None, help="dotted overrides, e.g. rl.steps=20"),
         vision: bool = typer.Option(False, "--vision", help="the image-task quickstart (tiny VLM; chart, ui, drawing)"),
         config: Optional[Path] = typer.Option(None, "--config", help="with --vision: a config YAML over its defaults"),
+        overwrite: bool = typer.Option(False, "--overwrite", help="replace an earlier run in the run directory"),
     ) -> None:
         """Build the tiny model, SFT, evaluate, RL, evaluate again, and print the before/after table."""
         if vision:
             from posttrain.cli.common import PhaseProgress
-            from posttrain.train.vision_quickstart import format_summary, run_vision_quickstart, vision_config
+            from posttrain.recipes.vision import format_summary, run_vision_quickstart, vision_config
+
+            from posttrain.cli.common import interruptible
+            from posttrain.config_check import check_config
+            from posttrain.store.run_dir import claim_run_dir
 
             cfg = vision_config(config, overrides or [])
             run_dir = out or Path(cfg.out_dir) / cfg.name
-            with PhaseProgress() as progress:
+            check_config(cfg)
+            claim_run_dir(run_dir, overwrite=overwrite, command="posttrain quickstart --vision")
+            with interruptible(run_dir, "posttrain quickstart --vision", resumable=False), PhaseProgress() as progress:
                 summary = run_vision_quickstart(cfg, run_dir, report=progress)
             typer.echo("\n".join(format_summary(summary, run_dir)))
             return
         import copy
 
-        from posttrain.train.quickstart import QUICKSTART_DEFAULTS
+        from posttrain.recipes.quickstart import QUICKSTART_DEFAULTS
 
-        _run(None, overrides or [], out, resume, base=copy.deepcopy(QUICKSTART_DEFAULTS))
+        _run(None, overrides or [], out, resume, base=copy.deepcopy(QUICKSTART_DEFAULTS), overwrite=overwrite,
+             command="posttrain quickstart")
 
     @app.command()
     def rl(
@@ -85,6 +100,8 @@ def register(app: typer.Typer) -> None:
         overrides: List[str] = typer.Argument(None, help="dotted overrides, e.g. rl.lr=3e-4"),
         out: Optional[Path] = typer.Option(None, "--out", help="run directory (default <out_dir>/<name>)"),
         resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory"),
+        overwrite: bool = typer.Option(False, "--overwrite", help="replace an earlier run in the run directory"),
+        plugin: List[Path] = typer.Option([], "--plugin", help="a .py file defining extra domains/verifiers (repeatable)"),
     ) -> None:
         """Run the RL loop (SFT warm-up if configured, RL, before/after evaluation) on CONFIG."""
         overrides = list(overrides or [])
@@ -95,4 +112,4 @@ def register(app: typer.Typer) -> None:
             from posttrain.errors import ConfigError
 
             raise ConfigError("posttrain rl needs a CONFIG file (or --resume RUN)")
-        _run(config, overrides, out, resume)
+        _run(config, overrides, out, resume, overwrite=overwrite, plugins=plugin)

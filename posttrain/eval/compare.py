@@ -15,10 +15,21 @@ dropped together with their partner, and counted. Per domain:
 - paired step and token deltas with clustered intervals;
 - flips (pass->fail, fail->pass) with references into both runs.
 
-The gate is a non-inferiority check: a domain is a regression when the lower bound of
-the 95% interval of (after - before) is below -margin. A domain too small to bound its
-difference within the margin therefore fails the gate; add tasks or epochs. Intervals
-are per domain and not multiplicity-adjusted; only p-values are (Holm).
+Run A is "before" (the baseline: the first argument of `posttrain compare`), run B is
+"after" (the candidate). Each domain gets one verdict from the 95% interval of
+(B - A) -- of the pass rate for binary scores, of the mean score for graded ones:
+
+- improved: the interval lies above 0 and the (Holm) p-value is below alpha;
+- regressed: the interval lies below 0;
+- unchanged: the interval lies above -margin (any loss is smaller than the margin);
+- inconclusive: the interval reaches below -margin without lying below 0, so the data
+  can neither show a loss nor rule out one larger than the margin (add tasks or epochs);
+- insufficient: fewer than two tasks, no interval.
+
+The gate (`--fail-on-regression`) fails on regressed, inconclusive and insufficient: it
+is a non-inferiority check, and a domain too small to bound its difference within the
+margin cannot pass it. Intervals are per domain and not multiplicity-adjusted; only
+p-values are (Holm).
 """
 
 from __future__ import annotations
@@ -96,7 +107,12 @@ class Comparison:
 
     @property
     def regressions(self) -> list[str]:
-        return [d.domain for d in self.domains + [self.overall] if d.verdict == "regression"]
+        return [d.domain for d in self.domains + [self.overall] if d.verdict == "regressed"]
+
+    @property
+    def unproven(self) -> list[str]:
+        """Domains whose data cannot rule out a loss larger than the margin."""
+        return [d.domain for d in self.domains + [self.overall] if d.verdict in ("inconclusive", "insufficient")]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,7 +121,8 @@ class Comparison:
             "overall": {**self.overall.to_dict(), "flips": len(self.overall.flips)},  # listed per domain
             "unpaired": {"only_a": self.only_a, "only_b": self.only_b, "infra_dropped": self.infra_dropped},
             "regressions": self.regressions,
-            "verdict": "regression" if self.regressions else "ok",
+            "inconclusive": self.unproven,
+            "verdict": "regressed" if self.regressions else "inconclusive" if self.unproven else "ok",
         }
 
 
@@ -177,13 +194,16 @@ def compare_domain(domain: str, pairs: list[tuple[SampleRecord, SampleRecord]], 
 
 
 def verdict(d: DomainResult, margin: float, alpha: float = 0.05) -> str:
+    """improved | unchanged | inconclusive | regressed | insufficient (module docstring)."""
     if d.pairs == 0 or math.isnan(d.diff.low):
         # One task cannot bound a difference; identical outcomes still certify "no change".
-        return "ok" if d.pairs and d.diff.estimate == 0 and not d.flips else "insufficient"
-    if d.diff.low < -margin:
-        return "regression"
+        return "unchanged" if d.pairs and d.diff.estimate == 0 and not d.flips else "insufficient"
     p = d.p_holm if not math.isnan(d.p_holm) else d.p_value
-    return "improvement" if d.diff.low > 0 and p < alpha else "ok"
+    if d.diff.low > 0 and p < alpha:
+        return "improved"
+    if d.diff.high < 0:
+        return "regressed"
+    return "unchanged" if d.diff.low >= -margin else "inconclusive"
 
 
 def compare_runs(run_a: str | Path, run_b: str | Path, margin: float = 0.02, seed: int = 0) -> Comparison:

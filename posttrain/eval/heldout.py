@@ -69,3 +69,29 @@ def paired_mcnemar(before: HeldoutResult, after: HeldoutResult, domain: str | No
     b = sum(before.passed[t] and not after.passed[t] for t in common)
     c = sum(after.passed[t] and not before.passed[t] for t in common)
     return PairedResult(len(common), b, c, mcnemar_exact(b, c))
+
+
+async def evaluate_heldout_mixed(engine: Any, tok: Any, tasks: Sequence[Task], runner: Any, max_new_tokens: int = 24,
+                                 step: int = 0, agent_cfg: Any = None, temperature: float = 0.0,
+                                 seed: int = 0) -> Any:
+    """`evaluate_heldout` with multi-step tasks run as greedy agent episodes (one per task)."""
+    from posttrain.rollout.agent import AgentOptions, rollout_agent
+    from posttrain.rollout.agent_rl import agent_options
+
+    single = [t for t in tasks if t.limits.max_steps <= 1]
+    multi = [t for t in tasks if t.limits.max_steps > 1]
+    res = await evaluate_heldout(engine, tok, single, runner, max_new_tokens, step, temperature, seed) if single else \
+        HeldoutResult({}, {}, [], 0)
+    if multi:
+        params = SamplingParams(temperature=0.0, n=1)
+        opts = agent_options(params, agent_cfg) if agent_cfg is not None else AgentOptions(temperature=0.0)
+        trajs = await rollout_agent(engine, tok, multi, opts, sandbox=runner.ctx.sandbox, verifier_runner=runner,
+                                    step=step)
+        for t in trajs:
+            if t.infra_error:
+                res.infra_errors += 1
+            else:
+                res.passed[t.task_id] = bool(t.verify and t.verify.passed)
+        res.trajectories.extend(trajs)
+    res.domain_of.update({t.id: t.domain for t in tasks})
+    return res

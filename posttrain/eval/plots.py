@@ -38,7 +38,7 @@ def forest_plot(rows: Sequence[tuple[str, float, float, float, str]], margin: fl
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(rows) + 1.2))
     for i, (label, est, low, high, verdict) in enumerate(rows):
         y = len(rows) - 1 - i
-        color = {"regression": "#c0392b", "improvement": "#1e8449"}.get(verdict, "#34495e")
+        color = {"regressed": "#c0392b", "inconclusive": "#d68910", "improved": "#1e8449"}.get(verdict, "#34495e")
         if not (math.isnan(low) or math.isnan(high)):
             ax.hlines(y, low, high, color=color, lw=2)
         ax.plot([est], [y], "o", color=color)
@@ -110,5 +110,6 @@ def training_curves(runs: dict[str, list[dict[str, Any]]]) -> str | None:
                 ax.plot(*zip(*pts), label=label, lw=1.2)
         ax.set_title(key, fontsize=9)
         ax.set_xlabel("step")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # a metric neither run logged draws nothing to label
+            ax.legend(fontsize=7)
     return _png(fig)

@@ -68,20 +68,19 @@ def _load_trajectories(run: Path, step: int | None, task_id: str | None) -> list
 
 def _config_tasks(run: Path) -> Iterable[Task]:
     from posttrain.config import load_config
-    from posttrain.tasks import generate_domain
+    from posttrain.config_check import load_plugins
     from posttrain.tasks.io import load_tasks
+    from posttrain.tasks.splits import make_splits
 
     pinned = sorted((run / "tasks").glob("*.jsonl")) if (run / "tasks").is_dir() else []
     if pinned:  # training runs pin their exact task sets
         for f in pinned:
             yield from load_tasks(f)
         return
-    cfg = load_config(run / "config.yaml")
-    for f in cfg.tasks.files:
-        yield from load_tasks(f)
-    for name, d in cfg.tasks.domains.items():
-        yield from generate_domain(name, d.n_train, cfg.seed, d.difficulty, **d.args)
-        yield from generate_domain(name, d.n_eval, cfg.tasks.eval_seed, d.difficulty, **d.args)
+    cfg = load_config(run / "config.yaml")  # a run that pinned nothing: rebuild its splits the way it built them
+    load_plugins(cfg.plugins)
+    sp = make_splits(cfg)
+    yield from sp.train + sp.held_out
 
 
 def task_index(run: Path) -> dict[str, Task]:

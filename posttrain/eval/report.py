@@ -28,16 +28,23 @@ def _row(d: DomainResult) -> list[str]:
     steps = f"{_f(d.steps.estimate, 2)} [{_f(d.steps.low, 2)}, {_f(d.steps.high, 2)}]" if d.steps else "-"
     tokens = f"{_f(d.tokens.estimate, 1)} [{_f(d.tokens.low, 1)}, {_f(d.tokens.high, 1)}]" if d.tokens else "-"
     flips = sum(f.direction == "pass->fail" for f in d.flips), sum(f.direction == "fail->pass" for f in d.flips)
-    return [d.domain, str(d.tasks), str(d.pairs), _f(d.pass_before), _f(d.pass_after), _f(d.diff.estimate), ci,
-            f"{_f(d.p_value, 4)} / {_f(d.p_holm, 4)}", steps, tokens, f"{flips[0]} / {flips[1]}", d.verdict]
+    of = "pass" if d.method == "mcnemar" else "score"
+    return [d.domain, str(d.tasks), str(d.pairs), _f(d.pass_before), _f(d.pass_after),
+            _signed(d.pass_after - d.pass_before), _f(d.score_before), _f(d.score_after),
+            _signed(d.score_after - d.score_before), f"Δ{of} {ci}", f"{_f(d.p_value, 4)} / {_f(d.p_holm, 4)}",
+            steps, tokens, f"{flips[0]} / {flips[1]}", d.verdict]
 
 
-HEADER = ["domain", "tasks", "pairs", "pass A", "pass B", "diff", "95% CI", "p / Holm", "Δsteps [CI]",
-          "Δtokens [CI]", "P→F / F→P", "verdict"]
+def _signed(x: float) -> str:
+    return "nan" if x is None or math.isnan(x) else f"{x:+.3f}"
+
+
+HEADER = ["domain", "tasks", "pairs", "pass A", "pass B", "Δpass", "score A", "score B", "Δscore", "95% CI",
+          "p / Holm", "Δsteps [CI]", "Δtokens [CI]", "P→F / F→P", "verdict"]
 
 
 def comparison_markdown(cmp: Comparison, report_path: str | None = None, max_flips: int = 20) -> str:
-    lines = [f"## Comparison: `{cmp.run_a}` (A) → `{cmp.run_b}` (B)", "",
+    lines = [f"## Comparison: `{cmp.run_a}` (A, before) → `{cmp.run_b}` (B, after)", "",
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     for d in cmp.domains + [cmp.overall]:
         lines.append("| " + " | ".join(_row(d)) + " |")
@@ -51,8 +58,13 @@ def comparison_markdown(cmp: Comparison, report_path: str | None = None, max_fli
                          f"A `{f.link_a}`, B `{f.link_b}`")
         if len(flips) > max_flips:
             lines.append(f"- … {len(flips) - max_flips} more in the JSON / HTML report")
-    verdict = (f"**REGRESSION** in {', '.join(cmp.regressions)} (lower CI bound below -{cmp.margin:g})"
-               if cmp.regressions else f"**OK**: no domain's lower CI bound is below -{cmp.margin:g}")
+    if cmp.regressions:
+        verdict = f"**REGRESSED** in {', '.join(cmp.regressions)} (the 95% interval of B - A lies below 0)"
+    elif cmp.unproven:
+        verdict = (f"**INCONCLUSIVE** in {', '.join(cmp.unproven)}: the interval reaches below -{cmp.margin:g}, so a loss "
+                   "larger than the margin is not ruled out (add tasks or epochs)")
+    else:
+        verdict = f"**OK**: no domain can have lost more than the margin {cmp.margin:g}"
     lines += ["", verdict]
     if report_path:
         lines.append(f"\nReport: {report_path}")
@@ -117,7 +129,7 @@ def _flip_html(cmp: Comparison) -> str:
 
 CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}
-tr.regression{background:#fadbd8}tr.improvement{background:#d5f5e3}
+tr.regressed{background:#fadbd8}tr.inconclusive{background:#fdebd0}tr.improved{background:#d5f5e3}
 .pair{display:flex;gap:1em}.pair pre{flex:1;background:#f4f6f7;padding:.5em;white-space:pre-wrap}"""
 
 

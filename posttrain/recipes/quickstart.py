@@ -19,70 +19,20 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from posttrain.config import RunConfig, dump_config
 from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnemar
+from posttrain.models.base import build_base
+from posttrain.recipes.presets import load_preset
+from posttrain.tasks.splits import Splits, make_splits, pin_splits
 from posttrain.types import Task
 
 Report = Callable[[str, dict], None]  # phase, info -> progress display
 
-# What `posttrain quickstart` sets over the RunConfig defaults (docs/benchmarks.md, "Foundation").
-# The tiny model's SFT curve is a sharp, seed-dependent phase transition, so the warm-up stops
-# on a measured validation level (mid-transition) instead of a step count; RL then has headroom.
-QUICKSTART_DEFAULTS: dict[str, Any] = {
-    "name": "quickstart",
-    "sft": {"steps": 1500, "stop_at_pass": 0.3, "check_every": 25},
-    "rl": {"steps": 500, "lr": 1e-4},
-}
-
-
-@dataclass
-class Splits:
-    train: list[Task]
-    held_out: list[Task]
-    sft: list[Task] = field(default_factory=list)  # oracle demonstrations for the warm-up
-
-    @property
-    def rl(self) -> list[Task]:
-        ids = {t.id for t in self.sft}
-        return [t for t in self.train if t.id not in ids] or self.train
-
-
-def make_splits(cfg: RunConfig) -> Splits:
-    """Held-out split first (its own seed), then training tasks that avoid every held-out prompt."""
-    from posttrain.registry import build
-    from posttrain.tasks.base import generate_split
-
-    train, held = [], []
-    for name, d in cfg.tasks.domains.items():
-        dom = build(name, kind="domain", **d.args)
-        ho = generate_split(dom, d.n_eval, cfg.tasks.eval_seed + cfg.seed, d.difficulty)
-        held += ho
-        train += generate_split(dom, d.n_train, cfg.seed, d.difficulty, exclude={t.prompt[-1].content for t in ho})
-    for f in cfg.tasks.files:  # user task files train alongside the generated domains
-        from posttrain.tasks.io import load_tasks
-
-        train += load_tasks(f)
-    demos = [t for t in train if t.oracle is not None]
-    cut = {d: round(cfg.tasks.sft_frac * sum(t.domain == d for t in demos)) for d in {t.domain for t in demos}}
-    sft = []
-    for t in demos:  # the first sft_frac of each domain's tasks
-        if cut[t.domain] > 0:
-            sft.append(t)
-            cut[t.domain] -= 1
-    return Splits(train, held, sft)
-
-
-def save_splits(splits: Splits, run_dir: Path) -> None:
-    """Pin the exact tasks of the run (replay and eval rebuild them from here)."""
-    from posttrain.tasks.io import save_tasks
-
-    (run_dir / "tasks").mkdir(exist_ok=True)
-    save_tasks(splits.train, run_dir / "tasks" / "train.jsonl")
-    save_tasks(splits.held_out, run_dir / "tasks" / "heldout.jsonl")
+# What `posttrain quickstart` sets over the RunConfig defaults: presets/quickstart.yaml.
+QUICKSTART_DEFAULTS: dict[str, Any] = load_preset("quickstart")
 
 
 def _save_eval(path: Path, res: HeldoutResult) -> None:
@@ -94,18 +44,6 @@ def _load_eval(path: Path) -> HeldoutResult | None:
         return None
     d = json.loads(path.read_text())
     return HeldoutResult(d["passed"], d["domain_of"], [], d["infra_errors"])
-
-
-def build_base(cfg: RunConfig, run_dir: Path) -> tuple[Any, Any]:
-    from posttrain.models import load_policy, save_policy
-    from posttrain.models.tiny import build_tiny
-
-    if cfg.model.path:
-        return load_policy(cfg.model.path, cfg.model.dtype)
-    base = run_dir / "base-model"
-    if not (base / "config.json").is_file():
-        save_policy(*build_tiny(cfg.model.tiny, seed=cfg.seed), base)
-    return load_policy(base)  # the from_pretrained path a real checkpoint takes
 
 
 def validation_tasks(cfg: RunConfig, splits: Splits) -> list[Task]:
@@ -130,7 +68,7 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
 
     from posttrain.models import load_policy, save_policy
     from posttrain.rollout import make_engine
-    from posttrain.rollout.agent_rl import evaluate_heldout_mixed
+    from posttrain.eval.heldout import evaluate_heldout_mixed
     from posttrain.train.sft import SupervisedLoop, demo_sequences
 
     out = run_dir / "sft-model"
@@ -178,7 +116,7 @@ async def eval_phase(name: str, run_dir: Path, engine: Any, tok: Any, tasks: lis
     if cached is not None:
         return cached
     report("eval", {"name": name, "n": len(tasks)})
-    from posttrain.rollout.agent_rl import evaluate_heldout_mixed  # multi-step tasks run as agent episodes
+    from posttrain.eval.heldout import evaluate_heldout_mixed  # multi-step tasks run as agent episodes
 
     res = await evaluate_heldout_mixed(engine, tok, tasks, runner, cfg.eval.max_new_tokens, 0, cfg.agent,
                                        temperature=cfg.eval.temperature, seed=cfg.eval.seed)
@@ -196,7 +134,9 @@ def plot_rewards(run_dir: Path, history: list[dict], before: HeldoutResult, afte
     steps = [r["step"] for r in history]
     for key in sorted({k for r in history for k in r if k.startswith("reward/")}):
         a.plot(steps, [r.get(key, float("nan")) for r in history], label=key.split("/", 1)[1], lw=1)
-    a.set_xlabel("RL step"), a.set_ylabel("mean reward"), a.set_title("training reward"), a.legend()
+    a.set_xlabel("RL step"), a.set_ylabel("mean reward"), a.set_title("training reward")
+    if a.get_legend_handles_labels()[0]:  # a run with no RL step has no curve to label
+        a.legend()
     doms = sorted(before.by_domain())
     xs = range(len(doms))
     b.bar([x - 0.2 for x in xs], [before.pass_at_1(d) for d in doms], 0.4, label="before RL")
@@ -251,8 +191,8 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
 
     import torch
 
+    from posttrain.recipes.cluster import cluster_engine_factory, run_sandbox
     from posttrain.rollout import make_engine
-    from posttrain.sandbox import default_sandbox
     from posttrain.train.rl import build_state, train_rl
     from posttrain.verifiers.run import VerifierRunner
 
@@ -262,22 +202,20 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
         torch.set_num_threads(cfg.threads)
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_config(cfg, run_dir / "config.yaml")
-    if sandbox is None and cfg.cluster.address:  # one sandbox pool per Ray node, behind the Sandbox protocol
-        from posttrain.distributed import remote_sandbox
-
-        sandbox = remote_sandbox(cfg)
-    sandbox = sandbox or default_sandbox()
+    sandbox = run_sandbox(cfg, sandbox)  # one pool per Ray node for cluster runs, behind the Sandbox protocol
     splits = make_splits(cfg)
-    save_splits(splits, run_dir)
+    pin_splits(splits, run_dir)
     runner = VerifierRunner(sandbox, concurrency=4, retries=cfg.sandbox.retries)
     model, tok = await sft_phase(cfg, run_dir, splits, report, runner)
     eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
     before = await eval_phase("before", run_dir, eng, tok, splits.held_out, runner, cfg, report)
     report("before", {"pass@1": before.by_domain()})
-    st = build_state(cfg, run_dir, model, tok, splits.rl, splits.held_out, sandbox, resume=resume)
+    st = build_state(cfg, run_dir, model, tok, splits.rl, splits.held_out, sandbox, resume=resume,
+                     engine_factory=cluster_engine_factory(cfg))
     await train_rl(st, on_step=lambda s, row: report("rl", {"step": s + 1, "total": cfg.rl.steps, **row}))
     after = await eval_phase("after", run_dir, st.engine, tok, splits.held_out, st.runner, cfg, report)
     summary = summarize(before, after, time.perf_counter() - t0, cfg, run_dir)
+    summary["warnings"] = dict(st.warnings)
     if resume and (run_dir / "summary.json").is_file():
         summary["wall_s"] += json.loads((run_dir / "summary.json").read_text()).get("wall_s", 0.0)
     history = st.metrics.read()

@@ -28,28 +28,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from posttrain.config import RunConfig, TinyVisionConfig, dump_config, load_config
+from posttrain.config import RunConfig, dump_config, load_config
+from posttrain.recipes.presets import load_preset
+from posttrain.tasks.splits import make_splits, pin_splits
 from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnemar
+from posttrain.train.vision_base import build_base_vlm, pretrain_images  # noqa: F401  (pretrain_images re-exported)
 from posttrain.types import Message, Task
 
 Report = Callable[[str, dict], None]
 
-VISION_DEFAULTS: dict[str, Any] = {
-    "name": "vision-quickstart",
-    "model": {"vision": {}},
-    "tasks": {"domains": {d: {"n_train": 1000, "n_eval": 200, "difficulty": 1.0, "args": {"size": 32}}
-                          for d in ("chart", "ui", "drawing")}},
-    # the tower is pretrained first (model.vision.pretrain, 800 steps); then 160 SFT steps and 1500 RL
-    # steps at lr 1e-4 on the fast engine, about 300 s. RL then learns to count holes: +12.0 / +15.3 /
-    # +17.3 points on seeds 0 / 1 / 2, where the random tower with 80 + 750 steps gave +11.3 / +6.0 /
-    # +15.3 (docs/benchmarks.md "Vision")
-    "sft": {"steps": 160, "batch_size": 32, "lr": 2e-3, "warmup_steps": 5},
-    "rl": {"steps": 1500, "prompts_per_step": 16, "group_size": 8, "lr": 1e-4, "max_new_tokens": 6,
-           "checkpoint_every": 0, "keep_checkpoints": 1},
-    "engine": {"name": "fast"},
-    "eval": {"max_new_tokens": 6},
-    "threads": 2,
-}
+VISION_DEFAULTS: dict[str, Any] = load_preset("vision")  # presets/vision.yaml
 
 
 def vision_config(path: str | Path | None = None, overrides: list[str] = ()) -> RunConfig:
@@ -57,23 +45,10 @@ def vision_config(path: str | Path | None = None, overrides: list[str] = ()) -> 
     return load_config(path, list(overrides), base=json.loads(json.dumps(VISION_DEFAULTS)))
 
 
-def _key(t: Task) -> tuple:
-    return (t.prompt[-1].content, tuple(a.sha256 for m in t.prompt for a in m.attachments))
-
-
 def make_vision_splits(cfg: RunConfig) -> tuple[list[Task], list[Task]]:
     """Train tasks and held-out tasks per domain; held-out never repeats a train (question, image) pair."""
-    from posttrain.registry import build
-
-    train, held = [], []
-    for name, d in cfg.tasks.domains.items():
-        dom = build(name, kind="domain", **d.args)
-        tr = dom.generate(d.n_train, cfg.seed, d.difficulty)
-        seen = {_key(t) for t in tr}
-        ev = [t for t in dom.generate(d.n_eval * 2, cfg.tasks.eval_seed + cfg.seed, d.difficulty) if _key(t) not in seen]
-        train += tr
-        held += ev[: d.n_eval]
-    return train, held
+    sp = make_splits(cfg, images=True)
+    return sp.train, sp.held_out
 
 
 def blank_task(task: Task) -> Task:
@@ -96,47 +71,6 @@ def alt_text_task(task: Task) -> Task:
     last = task.prompt[-1]
     msgs = [*task.prompt[:-1], Message(last.role, f"{alt}. {last.content}")]
     return dataclasses.replace(task, id=task.id + "/alt", prompt=tuple(msgs))
-
-
-def build_base_vlm(cfg: RunConfig, run_dir: Path, train: Sequence[Task] = (), report: Report | None = None
-                   ) -> tuple[Any, Any]:
-    """The run's starting VLM: `model.path` as it is, or the tiny default saved under base-model/.
-    With train tasks, the tiny default's tower is first pretrained on their images, pixels only
-    (`model.vision.pretrain`, tower_pretrain.py): the stand-in for a pretrained SigLIP."""
-    from posttrain.models.vlm import build_tiny_vlm, load_vlm, save_vlm
-
-    if cfg.model.path:
-        return load_vlm(cfg.model.path, cfg.model.dtype)
-    base = run_dir / "base-model"
-    if not (base / "config.json").is_file():
-        model, tok = build_tiny_vlm(cfg.model.tiny, cfg.model.vision, seed=cfg.seed)
-        vcfg = cfg.model.vision
-        if vcfg is not None and vcfg.pretrain.steps and train:
-            pretrain_images(model, tok, train, vcfg, cfg.seed, report or (lambda phase, info: None), run_dir)
-        save_vlm(model, tok, base)
-    return load_vlm(base)  # the from_pretrained path a real checkpoint takes
-
-
-def pretrain_images(model: Any, tok: Any, train: Sequence[Task], vcfg: TinyVisionConfig, seed: int, report: Report,
-                    run_dir: Path) -> None:
-    """Pretrain the tower on every decodable image of `train`; a bad image is skipped and counted, not fatal."""
-    from posttrain.tasks.images import ImageError, open_image, task_images
-    from posttrain.train.tower_pretrain import pretrain_tower
-
-    images, skipped = [], 0
-    for t in train:
-        for a in task_images(t):
-            try:
-                images.append(open_image(a, vcfg.max_image_side))
-            except ImageError:
-                skipped += 1
-    if not images:
-        return
-    pre = vcfg.pretrain
-    losses = pretrain_tower(model, tok, images, pre, seed=seed,
-                            on_step=lambda s, l: report("tower", {"step": s + 1, "total": pre.steps, "loss": l}))
-    (run_dir / "tower_losses.json").write_text(json.dumps({"losses": losses, "images": len(images),
-                                                           "skipped_images": skipped}))
 
 
 def sft_phase(cfg: RunConfig, run_dir: Path, train: list[Task], report: Report) -> tuple[Any, Any]:
@@ -239,7 +173,9 @@ async def _run(cfg: RunConfig, run_dir: Path, report: Report) -> dict:
         torch.set_num_threads(cfg.threads)
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_config(cfg, run_dir / "config.yaml")
-    train, held = make_vision_splits(cfg)
+    splits = make_splits(cfg, images=True)
+    pin_splits(splits, run_dir)  # replay and postmortem read these exact tasks (and their images) back
+    train, held = splits.train, splits.held_out
     phases = {"tasks_s": time.perf_counter() - t0}
     model, tok = sft_phase(cfg, run_dir, train, report)
     if cfg.model.vision is not None:  # the decode budget for every image prompt of this run

@@ -1,7 +1,7 @@
 """Multi-turn demonstrations from oracle action plans, and a short SFT warm-up on them.
 
     demos = await plan_demonstrations(tokenizer, tasks)         # real tool observations
-    losses = sft_on_demonstrations(model, tokenizer, demos, steps=300, lr=3e-3, batch_size=32)
+    losses = sft_on_demonstrations(model, tokenizer, demos, steps=300)   # posttrain/train/agent_sft.py
 
 A plan step `{"tool", "arguments"}` becomes the assistant turn the agent loop expects
 (`<tool_call>{"name", "arguments"}</tool_call>` then EOS), followed by the observation
@@ -16,7 +16,7 @@ context is dropped rather than cut.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from posttrain.rollout.agent_render import ChatCodec, truncate
 from posttrain.rollout.prompting import encode_prompt
@@ -70,14 +70,3 @@ async def plan_demonstrations(tok: Any, tasks: Sequence[Task], max_len: int | No
         if max_len is None or len(d[0]) + sum(len(s[0]) for s in d[1]) <= max_len:
             demos.append(d)
     return demos
-
-
-def sft_on_demonstrations(model: Any, tok: Any, demos: Sequence[Demo], steps: int, lr: float = 3e-3,
-                          batch_size: int = 32, warmup: int = 10, seed: int = 0,
-                          on_step: Callable[[int, float], None] | None = None) -> list[float]:
-    """Train in place on the assistant turns of `demos`; returns the loss per step."""
-    from posttrain.train.sft import train_sequences
-
-    if not demos:
-        raise ValueError("no demonstrations to train on (no task has an oracle plan that fits)")
-    return train_sequences(model, tok.pad_token_id, demos, steps, lr, batch_size, warmup, seed, 0.0, on_step)

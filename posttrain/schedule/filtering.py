@@ -17,12 +17,18 @@ the batch short, which `FillResult.short` reports rather than hiding.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Awaitable, Callable, Sequence
+from typing import Awaitable, Callable, Protocol, Sequence
 
 from posttrain.types import Task, Trajectory
 
-if TYPE_CHECKING:
-    from posttrain.schedule.scheduler import Scheduler
+
+class BatchSource(Protocol):
+    """What `fill_batch` needs of a scheduler (the `Scheduler` in scheduler.py, which imports this module)."""
+
+    def next_batch(self, n: int) -> list[Task]: ...
+    def draw_count(self, missing: int) -> int: ...
+    def observe(self, groups: Sequence[Sequence[Trajectory]]) -> None: ...
+    def filter_groups(self, groups: Sequence[Sequence[Trajectory]]) -> list[bool]: ...
 
 _UNSCORED_BOUNDARIES = ("engine", "sandbox")
 _EPS = 1e-9
@@ -56,7 +62,7 @@ class FillResult:
 Rollout = Callable[[list[Task]], Awaitable[Sequence[Sequence[Trajectory]]]]
 
 
-async def fill_batch(sched: "Scheduler", n: int, rollout: Rollout, max_rounds: int = 4) -> FillResult:
+async def fill_batch(sched: BatchSource, n: int, rollout: Rollout, max_rounds: int = 4) -> FillResult:
     """Draw, roll out, observe and filter until `n` groups with signal are kept.
 
     Each round draws `sched.draw_count(missing)` prompts, so the expected number of

@@ -15,16 +15,42 @@ from __future__ import annotations
 
 import re
 import tomllib
+import warnings
 from pathlib import Path
 from typing import Any
 
 from posttrain.errors import TaskFileError
 from posttrain.tasks.plan import dump_plan
 from posttrain.types import Environment, Limits, Message, Spec, Task
-from posttrain.verifiers.terminal import rewrite_harbor_paths
+
+WORKDIR = "/work"  # the sandbox's workspace directory, where a Harbor container's paths are mapped
+
+
+def rewrite_harbor_paths(text: str) -> str:
+    """Map a Harbor container's absolute paths onto the sandbox workspace."""
+    for src, dst in (("/logs/verifier", f"{WORKDIR}/logs/verifier"), ("/tests", f"{WORKDIR}/tests"),
+                     ("/solution", f"{WORKDIR}/solution"), ("/app", WORKDIR)):
+        text = re.sub(rf"(?<![\w./-]){re.escape(src)}(?=$|[/\s\"';:)])", dst, text, flags=re.MULTILINE)
+    return text
 
 _DIFFICULTY = {"easy": 1.0, "medium": 2.0, "hard": 3.0}
 MAX_FILE = 1 << 20
+
+
+class HarborImportWarning(UserWarning):
+    """A part of a Harbor task that the import does not reproduce (a Dockerfile's RUN lines)."""
+
+
+# Dockerfile instructions the sandbox reproduces (or that change nothing a test can see).
+_HARMLESS = ("FROM", "WORKDIR", "LABEL", "MAINTAINER", "CMD", "ENTRYPOINT", "EXPOSE", "ARG", "#")
+
+
+def unreproduced_dockerfile_lines(path: Path) -> list[str]:
+    """The instructions of a Dockerfile that a sandbox on the host image does not carry out."""
+    if not path.is_file():
+        return []
+    text = re.sub(r"\\\n", " ", path.read_text(encoding="utf-8", errors="replace"))  # join continued lines
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().upper().startswith(_HARMLESS)]
 
 
 def _text_files(root: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
@@ -77,6 +103,11 @@ def load_harbor_task(folder: str | Path) -> Task:
     timeout = float(_field(meta, toml_path, "verifier.timeout_sec", (int, float), 120.0))
     agent_timeout = float(_field(meta, toml_path, "agent.timeout_sec", (int, float), 600.0))
     env = _text_files(root / "environment", skip=("Dockerfile",)) if (root / "environment").is_dir() else {}
+    dropped = unreproduced_dockerfile_lines(root / "environment" / "Dockerfile")
+    if dropped:
+        warnings.warn(f"harbor task {root.name}: {len(dropped)} Dockerfile line(s) are not reproduced (tasks run on the "
+                      f"sandbox's host image): {'; '.join(dropped[:3])}{' ...' if len(dropped) > 3 else ''}",
+                      HarborImportWarning, stacklevel=2)
     solve = root / "solution" / "solve.sh"
     oracle = None
     if solve.is_file():
@@ -90,6 +121,7 @@ def load_harbor_task(folder: str | Path) -> Task:
         difficulty=_DIFFICULTY.get(diff, 2.0), environment=Environment(image="host", files=env, tools=("shell",)),
         limits=Limits(max_steps=50, max_new_tokens=1024, timeout_s=agent_timeout),
         metadata={"source": "harbor", "folder": str(root), "difficulty_label": diff, "needs_sandbox": True,
+                  "unreproduced_dockerfile": dropped,
                   "category": _field(meta, toml_path, "metadata.category", str, "")},
         oracle=oracle,
     )

@@ -15,7 +15,7 @@ from typing import Callable
 
 from posttrain.registry import domain
 from posttrain.types import Limits, Message, Spec, Task
-from posttrain.verifiers.math_answer import close
+from posttrain.tasks.numbers import close
 
 Problem = tuple[str, Fraction]
 

@@ -18,7 +18,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 
-from posttrain.tasks.tools_impl import ToolError, tool_fn
+from posttrain.tasks.tool_base import ToolError, tool_fn
 
 SHAPES = ("box", "sphere", "cylinder", "cone", "plane")
 VEC = {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}

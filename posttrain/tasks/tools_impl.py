@@ -27,26 +27,15 @@ import operator
 import warnings
 from typing import Any, Callable, Mapping
 
-from posttrain.registry import registry, tool
+from posttrain.registry import registry
+from posttrain.tasks import scene_api  # noqa: F401  (registers the scene tools)
+from posttrain.tasks.scene_api import SceneGraph
+from posttrain.tasks.tool_base import ToolError, tool_fn  # noqa: F401  (re-exported: tools register through it)
 from posttrain.types import Task, thaw
 
 
-class ToolError(Exception):
-    """A tool call the model got wrong (bad arguments, unknown key): shown as the observation."""
-
-
-def tool_fn(name: str, description: str, parameters: Mapping[str, Any]) -> Callable:
-    """Register `fn` as tool `name` with a JSON Schema (`parameters`) for its arguments."""
-
-    def deco(fn: Callable) -> Callable:
-        fn.tool_name, fn.description, fn.schema = name, description, dict(parameters)
-        return tool(name)(fn)
-
-    return deco
-
-
 def ensure_registered() -> None:
-    from posttrain.tasks import scene_api  # noqa: F401  (registers the scene tools)
+    """Every built-in tool is registered once this module is imported (scene_api at the top)."""
 
 
 def tool_schema(name: str) -> dict[str, Any]:
@@ -80,8 +69,6 @@ async def call_tool(name: str, arguments: Mapping[str, Any], state: dict[str, An
 
 def init_state(task: Task) -> dict[str, Any]:
     """A fresh per-episode tool state for `task`."""
-    from posttrain.tasks.scene_api import SceneGraph
-
     tables = json.loads(task.environment.files.get("lookup.json", "{}"))
     return {"tables": tables, "scene": SceneGraph()}
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from posttrain.tasks.io import FieldError, parse_jsonl
 from posttrain.types import Limits, Message, Spec, Task
-from posttrain.verifiers.math_answer import parse_numeric
+from posttrain.tasks.numbers import parse_numeric
 
 _ROLES = ("system", "user", "assistant")
 
@@ -56,15 +56,41 @@ def row_to_task(row: Any, domain: str = "imported", verifier: str | None = None)
         raise FieldError(key, "empty ground truth")
     name = verifier or ("math_answer" if parse_numeric(truth) is not None and len(truth) < 40 else "text_match")
     spec = Spec(name, {"answer": truth} if name == "math_answer" else {"expected": truth})
-    extra = row.get("extra_info")
-    rid = row.get("id", extra.get("index") if isinstance(extra, Mapping) else None)
+    extra = row.get("extra_info") if isinstance(row.get("extra_info"), Mapping) else {}
+    source = str(row.get("data_source") or domain)
     digest = hashlib.sha256(json.dumps([m.content for m in prompt]).encode()).hexdigest()[:12]
+    if row.get("id") is not None:
+        rid = str(row["id"])
+    elif extra.get("index") is not None:  # verl numbers rows per split and per source: both go in the id
+        rid = "-".join(str(x) for x in (source, extra.get("split"), extra["index"]) if x is not None)
+    else:
+        rid = f"{source}-{digest}"
     return Task(
-        id=str(rid) if rid is not None else f"{domain}-{digest}", domain=str(row.get("data_source") or domain),
+        id=rid, domain=source,
         prompt=prompt, verifier=spec, limits=Limits(max_steps=1, max_new_tokens=512, timeout_s=30.0),
         metadata={"source": "trl_rows", "ground_truth": truth}, oracle=f"\\boxed{{{truth}}}",
     )
 
 
 def load_trl_rows(path: str | Path, domain: str = "imported", verifier: str | None = None) -> list[Task]:
-    return parse_jsonl(path, row=lambda r: row_to_task(r, domain, verifier))
+    """Rows as tasks, ids unique within the file: a repeated id gets the prompt's digest, then a count."""
+    tasks = parse_jsonl(path, row=lambda r: row_to_task(r, domain, verifier))
+    return unique_ids(tasks)
+
+
+def unique_ids(tasks: list[Task]) -> list[Task]:
+    """The same tasks, a repeated id made unique (`id~digest`, then `id~digest~2`, ...), first kept as is."""
+    import dataclasses
+
+    seen: dict[str, int] = {}
+    out = []
+    for t in tasks:
+        tid = t.id
+        if tid in seen:
+            tid = f"{t.id}~{t.version[:8]}"
+            while tid in seen:
+                seen[tid] += 1
+                tid = f"{t.id}~{t.version[:8]}~{seen[tid]}"
+        seen.setdefault(tid, 1)
+        out.append(t if tid == t.id else dataclasses.replace(t, id=tid))
+    return out

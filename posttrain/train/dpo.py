@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -39,16 +38,8 @@ import torch
 
 from posttrain.errors import TaskFileError
 from posttrain.train.chat_data import encode_conversation, parse_messages, read_jsonl
+from posttrain.train.pairs import Pair  # noqa: F401  (re-exported: the pair type of this module)
 from posttrain.types import Message
-
-
-@dataclass(frozen=True)
-class Pair:
-    prompt: tuple[int, ...]
-    chosen: tuple[int, ...]
-    rejected: tuple[int, ...]
-    source: str = ""
-    images: tuple = ()  # a VLM's image inputs for the prompt (dicts, as GenRequest.images); () = text
 
 
 def _completion_text(v: Any, where: str, field: str) -> str:
@@ -247,8 +238,8 @@ def run_dpo(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
     from posttrain.models.vlm import is_vision_dir, processor_of, save_vlm
     from posttrain.store.metrics import MetricsLog
     from posttrain.train.lora import export_model, prepare_model
-    from posttrain.train.quickstart import build_base
-    from posttrain.train.vision_quickstart import build_base_vlm
+    from posttrain.models.base import build_base
+    from posttrain.train.vision_base import build_base_vlm
 
     if cfg.dpo.loss not in ("sigmoid", "ipo"):
         raise ConfigError(f"dpo.loss must be sigmoid or ipo, got {cfg.dpo.loss!r}")

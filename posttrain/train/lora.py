@@ -39,7 +39,11 @@ def apply_lora(model: Any, tcfg: TrainerConfig) -> Any:
         raise ConfigError("trainer.lora needs the 'peft' package: pip install 'posttrain[lora]'") from None
     pcfg = LoraConfig(r=lcfg.r, lora_alpha=lcfg.alpha, lora_dropout=lcfg.dropout,
                       target_modules=list(lcfg.target_modules), task_type="CAUSAL_LM")
-    return get_peft_model(model, pcfg)
+    import warnings
+
+    with warnings.catch_warnings():  # peft reads transformers' deprecated `is_gradient_checkpointing` alias
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        return get_peft_model(model, pcfg)
 
 
 def prepare_model(model: Any, tcfg: TrainerConfig) -> Any:
@@ -49,7 +53,7 @@ def prepare_model(model: Any, tcfg: TrainerConfig) -> Any:
         raise ConfigError(f"trainer.grad_accum must be >= 1, got {tcfg.grad_accum}")
     if tcfg.gradient_checkpointing:
         model.config.use_cache = False
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     if tcfg.lora is not None:
         model = apply_lora(model, tcfg)
     return model

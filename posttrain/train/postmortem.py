@@ -100,9 +100,14 @@ def rebuild_tasks(run_dir: Path) -> dict[str, Task]:
     if not cfg_path.is_file():
         return {}
     from posttrain.config import load_config
-    from posttrain.train.quickstart import make_splits
+    from posttrain.config_check import load_plugins
+    from posttrain.tasks.splits import load_pinned, make_splits
 
-    sp = make_splits(load_config(cfg_path))
+    sp = load_pinned(run_dir)  # the exact tasks the run trained on; regenerate only for runs that pinned none
+    if sp is None:
+        cfg = load_config(cfg_path)
+        load_plugins(cfg.plugins)
+        sp = make_splits(cfg)
     return {t.id: t for t in sp.train + sp.held_out}
 
 

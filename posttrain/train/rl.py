@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from posttrain.schedule import Scheduler
 from posttrain.store.metrics import MetricsLog
 from posttrain.store.trajectories import TrajectoryStore
 from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint, set_rng_state
+from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
 from posttrain.train.lora import export_model, prepare_model, trainable_parameters
 from posttrain.train.rl_model import adapter_state, load_adapter_state, plain_state
 from posttrain.train.update import NonFiniteLoss, update_policy
@@ -62,10 +64,24 @@ class RLState:
     step: int = 0  # next step to run
     version: int = 0  # weights version held by the engine
     history: list[dict[str, float]] = field(default_factory=list)
+    infra_guard: InfraErrorGuard | None = None  # warns or stops when too many verifications are infra errors
+    warnings: dict[str, str] = field(default_factory=dict)  # run_health's findings by kind, each once
+
+
+EngineFactory = Callable[[RunConfig, Any, Any], Any]  # (cfg, model, tokenizer) -> Engine
+
+
+def local_engine(cfg: RunConfig, model: Any, tok: Any) -> Any:
+    """The default: `engine.name` in this process, on its own copy of the weights."""
+    return make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
 
 
 def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks: Sequence[Task],
-                eval_tasks: Sequence[Task], sandbox: Any, resume: bool = False) -> RLState:
+                eval_tasks: Sequence[Task], sandbox: Any, resume: bool = False,
+                engine_factory: EngineFactory | None = None) -> RLState:
+    """`engine_factory` builds the rollout engine from the (possibly resumed) policy; the recipe
+    passes a Ray-backed one for `cluster.address` (posttrain/recipes/cluster.py): train/ never
+    imports distributed/."""
     torch.manual_seed(cfg.seed)
     mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in train_tasks)}
     sched = Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.policy, seed=cfg.seed,
@@ -75,12 +91,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
         from posttrain.models import load_policy
 
         model, tok = load_policy(ckpt)
-    if cfg.cluster.address:  # rollout workers on a Ray cluster, behind the same Engine protocol
-        from posttrain.distributed import build_remote_engine
-
-        engine = build_remote_engine(cfg, model, tok)
-    else:
-        engine = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
+    engine = (engine_factory or local_engine)(cfg, model, tok)
     ref = copy.deepcopy(model).eval() if cfg.rl.kl_coef > 0 else None  # the plain base, before any LoRA
     model = prepare_model(model, cfg.trainer)  # trainer: LoRA / gradient checkpointing (rl_model.py)
     opt = torch.optim.AdamW(trainable_parameters(model), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99),
@@ -92,6 +103,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
                                 format_weight=cfg.rl.format_weight),
                  TrajectoryStore(run_dir / "trajectories.sqlite", background=True), MetricsLog(run_dir),
                  list(train_tasks), list(eval_tasks), ref)
+    st.infra_guard = InfraErrorGuard(cfg.rl.infra_error, sandbox)
     if ckpt is not None:
         ts = load_trainer_state(ckpt)
         st.opt.load_state_dict(ts["optimizer"])
@@ -156,6 +168,8 @@ async def rl_step(st: RLState) -> dict[str, float]:
         t_gen = time.perf_counter()
         trajs = await st.runner.verify_all({t.id: t for t in tasks}, trajs)
     t_ver = time.perf_counter()
+    if st.infra_guard is not None:
+        st.infra_guard.observe(trajs)  # rl.infra_error: warn loudly or stop, never carry on silently
     groups = group_by_task(trajs)
     st.scheduler.observe(groups)
     keep = st.scheduler.filter_groups(groups)
@@ -195,7 +209,7 @@ async def rl_step(st: RLState) -> dict[str, float]:
 
 
 async def run_eval(st: RLState) -> HeldoutResult:
-    from posttrain.rollout.agent_rl import evaluate_heldout_mixed  # multi-step tasks run as agent episodes
+    from posttrain.eval.heldout import evaluate_heldout_mixed  # multi-step tasks run as agent episodes
 
     e = st.cfg.eval
     return await evaluate_heldout_mixed(st.engine, st.tok, st.eval_tasks, st.runner, e.max_new_tokens,
@@ -213,10 +227,21 @@ def save(st: RLState, step: int) -> None:
     save_checkpoint(st.run_dir, step, export_model(st.model), st.tok, state, keep=st.cfg.rl.keep_checkpoints)
 
 
-async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = None) -> RLState:
-    """Run steps st.step .. cfg.rl.steps-1. Checkpoints every `checkpoint_every` and at the end."""
+async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = None,
+                   stop: Callable[[int, dict], bool] | None = None, budget_s: float | None = None,
+                   on_warning: Callable[[str], None] | None = None) -> RLState:
+    """Run steps st.step .. cfg.rl.steps-1. Checkpoints every `checkpoint_every` and at the end.
+
+    `stop(step, row)` returning True ends the run after that step (a benchmark's target, an
+    early stop); `budget_s` ends it once the loop has run that many seconds. Either way the
+    last step is checkpointed, as at the normal end. `on_warning` receives each warning of
+    run_health.learning_warnings once (default: printed to stderr) and st.warnings keeps them."""
+    from posttrain.train.run_health import WINDOW, learning_warnings
+
     cfg = st.cfg.rl
     last_done = st.step - 1
+    t_start = time.perf_counter()
+    warn = on_warning or (lambda w: print(f"posttrain: warning: {w}", file=sys.stderr))
     try:
         while st.step < cfg.steps:
             row = await rl_step(st)
@@ -232,7 +257,15 @@ async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = No
             if cfg.checkpoint_every and (st.step + 1) % cfg.checkpoint_every == 0:
                 save(st, st.step)
             st.step += 1
-    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C arrives as a cancellation under asyncio.run
+            if len(st.history) % WINDOW == 0 or st.step == cfg.steps:
+                for kind, text in learning_warnings(st.history).items():
+                    if kind not in st.warnings:
+                        st.warnings[kind] = text
+                        warn(text)
+            if (stop is not None and stop(st.step - 1, row)) or (budget_s is not None and
+                                                                 time.perf_counter() - t_start >= budget_s):
+                break
+    except (KeyboardInterrupt, asyncio.CancelledError, InfraErrorRateExceeded):  # Ctrl-C: a cancellation under asyncio.run
         if last_done >= 0:
             save(st, last_done)
         raise

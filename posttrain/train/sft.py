@@ -173,7 +173,7 @@ def sft_data(cfg: Any, tok: Any) -> tuple[list[Encoded], list[Encoded]]:
 
     s = cfg.sft
     if s.data is None:
-        from posttrain.train.quickstart import make_splits
+        from posttrain.tasks.splits import make_splits
 
         sp = make_splits(cfg)
         demo = lambda ts: [(*t.prompt, Message("assistant", t.oracle)) for t in ts if t.oracle is not None]  # noqa: E731
@@ -198,7 +198,7 @@ def run_sft(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
     from posttrain.models import save_policy
     from posttrain.store.metrics import MetricsLog
     from posttrain.train.lora import export_model, prepare_model
-    from posttrain.train.quickstart import build_base
+    from posttrain.models.base import build_base
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -101,8 +101,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
             with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():
                 logp, ent_tok = layout.logprobs(model)  # [b, L-1] each
             logp = logp.float()
-            loss, st = loss_fn(logp, tb.old_logp, adv[mb], tb.loss_mask, clip_eps=cfg.clip_eps,
-                               clip_eps_high=cfg.clip_eps_high, max_tokens=cfg.max_new_tokens)
+            loss, st = loss_fn(logp, tb.old_logp, adv[mb], tb.loss_mask, **cfg.loss_kwargs())
             if kl_fn is not None:
                 with torch.no_grad():
                     ref_logp = layout.logprobs(ref_model)[0]

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 from posttrain.errors import TaskFileError
 from posttrain.rollout.prompting import encode_completion
 from posttrain.rollout.vision import encode_messages, encode_task_prompt
-from posttrain.train.dpo import Pair
+from posttrain.train.pairs import Pair
 from posttrain.types import Task
 
 

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 from posttrain.registry import verifier
 from posttrain.types import ExecLimits, Task, Trajectory, VerifyResult
+from posttrain.tasks.harbor import rewrite_harbor_paths
 from posttrain.verifiers.base import VerifyContext
 
 PRELUDE = r'''read -r PT_TOKEN
@@ -75,14 +76,6 @@ class TerminalChecks:
         failed = [n for n in self.names if n not in passed]
         score = len(ok) / len(self.names) if self.names else 0.0
         return VerifyResult(score, not failed, {"passed": ok, "failed": failed, "check_status": res.status})
-
-
-def rewrite_harbor_paths(text: str) -> str:
-    """Map a Harbor container's absolute paths onto the sandbox workspace."""
-    for src, dst in (("/logs/verifier", f"{WORKDIR}/logs/verifier"), ("/tests", f"{WORKDIR}/tests"),
-                     ("/solution", f"{WORKDIR}/solution"), ("/app", WORKDIR)):
-        text = re.sub(rf"(?<![\w./-]){re.escape(src)}(?=$|[/\s\"';:)])", dst, text, flags=re.MULTILINE)
-    return text
 
 
 @verifier("harbor_test")

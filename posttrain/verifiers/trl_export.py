@@ -43,6 +43,39 @@ def _run(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
+def check_reward_spec(base: Spec | None, columns: Mapping[str, str]) -> None:
+    """The verifier exists and accepts the static arguments plus the column-fed ones (ConfigError)."""
+    import inspect
+
+    from posttrain.errors import ConfigError
+    from posttrain.registry import registry
+
+    bad = [k for k, v in columns.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        raise ConfigError(f"trl_reward_func: columns must map verifier argument names to column names, got {bad!r}")
+    if base is None:
+        if columns:
+            raise ConfigError("trl_reward_func: columns need a verifier name (without one, each row's task column "
+                              "names its own verifier)")
+        return
+    factory = registry("verifier").get(base.name)  # ConfigError naming the known verifiers
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    given = set(dict(base.args)) | set(columns)
+    unknown = sorted(given - set(params))
+    missing = sorted(n for n, p in params.items() if p.default is inspect.Parameter.empty
+                     and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in given)
+    if unknown or missing:
+        raise ConfigError(f"trl_reward_func: verifier {base.name!r} takes ({', '.join(params)}); "
+                          + (f"unknown argument(s) {unknown}" if unknown else "")
+                          + ("; " if unknown and missing else "") + (f"missing {missing}" if missing else "")
+                          + " (static keyword arguments or columns={arg: column})")
+
+
 def trl_reward_func(verifier: str | Spec | None = None, columns: Mapping[str, str] | None = None, sandbox: Any = None,
                     task_column: str = "task", **static_args: Any) -> Callable[..., list[float | None]]:
     """A TRL-compatible reward function scoring with our verifiers (see module doc)."""
@@ -51,6 +84,7 @@ def trl_reward_func(verifier: str | Spec | None = None, columns: Mapping[str, st
 
     columns = dict(columns or {})
     base = Spec(verifier, static_args) if isinstance(verifier, str) else verifier
+    check_reward_spec(base, columns)  # a bad name or argument fails here, not at the first call
 
     def task_for(i: int, kwargs: Mapping[str, Any]) -> Task:
         if base is None:

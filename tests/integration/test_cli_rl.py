@@ -27,10 +27,8 @@ def metric_steps(run_dir):
 
 def test_rl_three_steps_writes_the_run_directory(tmp_path):
     out = tmp_path / "run"
-    t0 = time.time()
     r = run_cli("rl", "examples/tiny_rl.yaml", "rl.steps=3", *SMALL, "--out", str(out))
     assert r.returncode == 0, r.stderr[-2000:]
-    assert time.time() - t0 < 60
     for name in ("config.yaml", "metrics.jsonl", "trajectories.sqlite", "reward_curve.png", "summary.json"):
         assert (out / name).is_file(), name
     assert metric_steps(out) == [0, 1, 2]

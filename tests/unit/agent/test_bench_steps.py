@@ -1,23 +1,13 @@
-"""benchmarks/agent_bench.steps_change: the steps-on-solved statistic the agent headline reports."""
+"""posttrain.eval.agent_eval.steps_change: the steps-on-solved statistic the agent headline reports."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-
-@pytest.fixture(scope="module")
-def bench():
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "agent_bench.py"
-    spec = importlib.util.spec_from_file_location("agent_bench", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from posttrain.eval import agent_eval as bench
 
 
-def test_steps_pair_by_task_and_count_tasks_whose_mean_fell(bench):
+def test_steps_pair_by_task_and_count_tasks_whose_mean_fell():
     before = {f"t{i}": [3, 2] if i < 20 else [2] for i in range(40)}  # 20 tasks re-read on half their samples
     after = {f"t{i}": [2, 2] for i in range(40)}
     after["t39"] = []  # unsolved after RL: not paired
@@ -28,7 +18,7 @@ def test_steps_pair_by_task_and_count_tasks_whose_mean_fell(bench):
     assert s["over_min"] == [pytest.approx(20 / 60), 0.0]
 
 
-def test_no_change_in_steps_is_not_significant(bench):
+def test_no_change_in_steps_is_not_significant():
     same = {f"t{i}": [2, 3] if i % 2 else [2] for i in range(30)}
     s = bench.steps_change(same, same)
     assert s["delta"] == 0 and (s["fell"], s["rose"]) == (0, 0) and s["sign_p"] == 1.0 and s["p"] == 1.0

@@ -110,13 +110,16 @@ def _wait_actors_gone(handles, timeout_s: float) -> float:
 def _run_rl(cfg, run_dir, kill=None):
     """SFT warm-up locally, then RL with remote sandboxes and rollout workers (build_state/train_rl)."""
     from posttrain.distributed import remote_sandbox
-    from posttrain.train.quickstart import make_splits, sft_phase
+    from posttrain.recipes.quickstart import make_splits, sft_phase
     from posttrain.train.rl import build_state, train_rl
 
     splits = make_splits(cfg)
     model, tok = asyncio.run(sft_phase(cfg, run_dir, splits, lambda *a: None, None))  # no stop rule: no runner
     box = remote_sandbox(cfg)
-    st = build_state(cfg, run_dir, model, tok, splits.train, splits.held_out, box)
+    from posttrain.recipes.cluster import cluster_engine_factory
+
+    st = build_state(cfg, run_dir, model, tok, splits.train, splits.held_out, box,
+                     engine_factory=cluster_engine_factory(cfg))
     if kill is not None:
         orig = st.engine.generate
 

@@ -56,7 +56,7 @@ def _run(run_dir, steps, model, tok, train, resume=False):
 def setup():
     from posttrain.models.tiny import build_tiny
     from posttrain.config import SFTConfig
-    from posttrain.train.quickstart import make_splits
+    from posttrain.recipes.quickstart import make_splits
     from posttrain.train.sft import sft_train
 
     torch.set_num_threads(1)

@@ -5,7 +5,7 @@ import json
 
 from posttrain.config import load_config
 from posttrain.eval.heldout import HeldoutResult
-from posttrain.train.quickstart import make_splits, sft_phase
+from posttrain.recipes.quickstart import make_splits, sft_phase
 
 SMALL = ["tasks.domains.arithmetic.n_train=40", "tasks.domains.code.n_train=40", "tasks.domains.arithmetic.n_eval=8",
          "tasks.domains.code.n_eval=8", "sft.steps=10", "sft.batch_size=4", "sft.check_every=2",
@@ -21,7 +21,7 @@ def scripted_validation(monkeypatch, levels):
         n_pass = round(level * len(tasks))
         return HeldoutResult({t.id: i < n_pass for i, t in enumerate(tasks)}, {t.id: "arithmetic" for t in tasks})
 
-    monkeypatch.setattr("posttrain.rollout.agent_rl.evaluate_heldout_mixed", fake)
+    monkeypatch.setattr("posttrain.eval.heldout.evaluate_heldout_mixed", fake)
     return seen
 
 

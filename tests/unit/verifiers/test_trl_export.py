@@ -22,3 +22,20 @@ def test_reward_func_from_verifier_name_and_columns():
 def test_reward_func_without_task_column_says_so():
     with pytest.raises(KeyError, match="no 'task' column"):
         trl_reward_func()(["x"])
+
+
+def test_unknown_verifier_fails_when_the_reward_function_is_built():
+    from posttrain.errors import ConfigError
+    from posttrain.verifiers.trl_export import trl_reward_func
+
+    with pytest.raises(ConfigError, match="unknown verifier 'no_such_verifier'"):
+        trl_reward_func("no_such_verifier")
+
+
+def test_missing_verifier_argument_fails_when_built_naming_it():
+    from posttrain.errors import ConfigError
+    from posttrain.verifiers.trl_export import trl_reward_func
+
+    with pytest.raises(ConfigError, match=r"missing \['answer'\]"):
+        trl_reward_func("math_answer")
+    assert callable(trl_reward_func("math_answer", columns={"answer": "solution"}))

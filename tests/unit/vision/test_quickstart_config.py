@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from posttrain.train.vision_quickstart import vision_config
+from posttrain.recipes.vision import vision_config
 
 ROOT = Path(__file__).resolve().parents[3]
 

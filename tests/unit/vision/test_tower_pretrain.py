@@ -64,7 +64,7 @@ def test_a_text_only_tokenizer_is_refused_by_name(vlm):
 
 
 def test_a_mask_ratio_of_one_is_a_config_error_naming_the_key():
-    from posttrain.train.vision_quickstart import vision_config
+    from posttrain.recipes.vision import vision_config
 
     with pytest.raises(ConfigError, match="mask_ratio"):
         vision_config(None, ["model.vision.pretrain.mask_ratio=1.0"])
@@ -73,7 +73,7 @@ def test_a_mask_ratio_of_one_is_a_config_error_naming_the_key():
 def test_the_quickstart_base_model_pretrains_on_train_images_and_skips_bad_ones(tmp_path):
     import dataclasses
 
-    from posttrain.train.vision_quickstart import build_base_vlm, vision_config
+    from posttrain.recipes.vision import build_base_vlm, vision_config
     from posttrain.types import Attachment
 
     cfg = vision_config(None, ["model.vision.pretrain.steps=3", "model.vision.pretrain.batch_size=4"])

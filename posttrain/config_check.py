@@ -1,0 +1,125 @@
+"""Checks of a loaded `RunConfig` that need more than its schema: every registry name,
+plugin files, task files, the model directory and the engine against the model.
+
+    cfg = load_config(path, overrides)
+    check_config(cfg, needs=("rl",))       # raises ConfigError, one line, before any model work
+
+`load_config` already rejects unknown keys, wrong types and out-of-range numbers; this
+module answers "does every name the config uses exist, and can this engine run this
+model?" It imports the registries' modules (torch among them) but builds nothing, so it
+costs about a second, not a training phase.
+
+Does not check: that a domain's generator arguments (`tasks.domains.X.args`) are
+accepted (the domain is built with them only when tasks are generated), or a model's
+weights (only its config.json and tokenizer files).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable
+
+from posttrain.config import RunConfig
+from posttrain.errors import ConfigError
+from posttrain.registry import registry
+
+# Group-relative advantage estimators: a group of one sample has no baseline.
+_GROUP_ADVANTAGES = ("group_norm", "group_mean", "rloo")
+
+
+def load_plugins(paths: Iterable[str | Path]) -> None:
+    """Import each plugin file once; its decorators register its domains, verifiers, losses."""
+    from posttrain.tasks.plugins import load_plugin
+
+    for p in paths:
+        load_plugin(p)
+
+
+def _known(kind: str, name: str, key: str) -> None:
+    reg = registry(kind)
+    try:
+        reg.get(name)
+    except ConfigError:
+        raise ConfigError(f"{key}={name!r} is not a registered {kind}; known: {', '.join(reg.names()) or 'none'}") from None
+
+
+def _check_rl(cfg: RunConfig) -> None:
+    rl = cfg.rl
+    _known("loss", rl.loss, "rl.loss")
+    _known("advantage", rl.advantage, "rl.advantage")
+    if rl.kl_coef > 0:
+        _known("kl", rl.kl_estimator, "rl.kl_estimator")
+    if rl.advantage in _GROUP_ADVANTAGES and rl.group_size < 2:
+        raise ConfigError(f"rl.group_size={rl.group_size}: the {rl.advantage!r} advantage compares samples of one "
+                          "prompt, so it needs rl.group_size >= 2")
+    if rl.clip_eps_high is not None and rl.clip_eps is not None and rl.clip_eps_high < rl.clip_eps:
+        raise ConfigError(f"rl.clip_eps_high={rl.clip_eps_high} is below rl.clip_eps={rl.clip_eps}")
+    _known("sched_policy", cfg.schedule.policy, "schedule.policy")
+
+
+def _check_tasks(cfg: RunConfig) -> None:
+    for name in cfg.tasks.domains:
+        try:
+            _known("domain", name, f"tasks.domains.{name}")
+        except ConfigError as e:
+            raise ConfigError(f"{e} (a domain of your own? pass --plugin FILE or list it under plugins:)") from None
+    if not cfg.tasks.domains and not cfg.tasks.files:
+        raise ConfigError("tasks: no domains and no task files; a run needs at least one of tasks.domains / tasks.files")
+    for f in cfg.tasks.files:
+        check_task_file(f)
+
+
+def check_task_file(path: str | Path) -> None:
+    """A task file exists, parses, and names only registered verifiers and tools."""
+    from posttrain.tasks.io import load_tasks
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"tasks.files: task file not found: {p}")
+    for t in load_tasks(p):
+        try:
+            registry("verifier").get(t.verifier.name)
+        except ConfigError:
+            raise ConfigError(f"{p}: task {t.id!r} uses verifier {t.verifier.name!r}, which is not registered; "
+                              f"known: {', '.join(registry('verifier').names())} (a plugin? pass --plugin FILE)") from None
+        for tool in t.environment.tools:
+            if tool not in registry("tool").names():
+                raise ConfigError(f"{p}: task {t.id!r} uses tool {tool!r}, which is not registered; "
+                                  f"known: {', '.join(registry('tool').names())}")
+
+
+def check_model(cfg: RunConfig) -> None:
+    """model.path is an HF directory the configured engine can run."""
+    _known("engine", cfg.engine.name, "engine.name")
+    if cfg.model.path is None:
+        return
+    d = Path(cfg.model.path)
+    if not d.exists():
+        raise ConfigError(f"model directory not found: {d} (model.path); make one with `posttrain models get NAME --out DIR`")
+    if not (d / "config.json").is_file():
+        raise ConfigError(f"model.path={d}: not a model directory (no config.json); "
+                          "make one with `posttrain models get NAME --out DIR`")
+    try:
+        model_cfg = json.loads((d / "config.json").read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{d / 'config.json'}: unreadable ({e})") from None
+    factory = registry("engine").get(cfg.engine.name)
+    check = getattr(factory, "unsupported_reason", None)  # an engine's own pure check of a config.json
+    reason = check(model_cfg) if check is not None else None
+    if reason:
+        raise ConfigError(f"engine.name={cfg.engine.name!r} cannot run model.path={d}: {reason}")
+
+
+def check_config(cfg: RunConfig, needs: Iterable[str] = ("tasks", "model", "rl")) -> None:
+    """Every check a command needs before its first expensive step; raises ConfigError."""
+    load_plugins(cfg.plugins)
+    needs = set(needs)
+    if "tasks" in needs:
+        _check_tasks(cfg)
+    if "model" in needs:
+        check_model(cfg)
+    if "rl" in needs:
+        _check_rl(cfg)
+    if "dpo" in needs:
+        _known("dpo_loss", cfg.dpo.loss, "dpo.loss")

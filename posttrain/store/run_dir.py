@@ -1,0 +1,61 @@
+"""Claiming a run directory: a new run never mixes its files with an earlier run's.
+
+    run_dir = claim_run_dir(path, resume=False, overwrite=False)
+
+Three runs into one directory used to leave config.yaml from the third, summary.json from
+the first and metrics.jsonl from the second. Now a training command refuses a non-empty
+directory unless it is resuming it or was told to overwrite it. `--overwrite` empties
+only a directory that looks like a run (it holds config.yaml), so a typo in --out never
+deletes an unrelated folder.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from posttrain.errors import ConfigError
+
+_STEP = re.compile(r"^step-(\d+)$")
+
+
+def claim_run_dir(path: str | Path, resume: bool = False, overwrite: bool = False, command: str = "posttrain rl") -> Path:
+    """The directory, ready for this run; ConfigError (one line) when it holds another run."""
+    d = Path(path)
+    if resume:
+        if not (d / "config.yaml").is_file():
+            raise ConfigError(f"--resume {d}: not a run directory (no config.yaml)")
+        return d
+    if d.exists() and not d.is_dir():
+        raise ConfigError(f"--out {d}: exists and is not a directory")
+    if d.is_dir() and any(d.iterdir()):
+        if not overwrite:
+            raise ConfigError(f"--out {d} is not empty (an earlier run?); continue it with `{command} --resume {d}`, "
+                              f"or pass --overwrite to replace it")
+        if not (d / "config.yaml").is_file():
+            raise ConfigError(f"--overwrite {d}: refusing to empty a directory that is not a run directory (no config.yaml)")
+        shutil.rmtree(d)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def newest_checkpoint(run_dir: str | Path) -> tuple[int, Path] | None:
+    """(step, path) of the newest `checkpoints/step-N`, or None."""
+    root = Path(run_dir) / "checkpoints"
+    steps = [(int(m.group(1)), p) for p in root.glob("step-*") if (m := _STEP.match(p.name)) and p.is_dir()]
+    return max(steps) if steps else None
+
+
+def interrupted_message(run_dir: str | Path, command: str) -> str:
+    """What an interrupted run tells its user: where the work is and how to continue."""
+    ck = newest_checkpoint(run_dir)
+    where = f"newest checkpoint {ck[1]} (step {ck[0]})" if ck else f"no checkpoint yet; finished phases are kept in {run_dir}"
+    return f"interrupted: {where}; resume with: {command} --resume {run_dir}"
+
+
+def resume_message(run_dir: str | Path) -> str:
+    ck = newest_checkpoint(run_dir)
+    if ck is None:
+        return f"resuming {run_dir}: no checkpoint yet, finished phases are reused and RL starts at step 0"
+    return f"resuming {run_dir} from checkpoint step {ck[0]} ({ck[1]})"

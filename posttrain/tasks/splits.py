@@ -1,0 +1,111 @@
+"""The one split builder: train, held-out and SFT-demonstration tasks from a run config,
+pinned in the run directory so replay, postmortem and eval read the exact tasks back.
+
+    splits = make_splits(cfg)                  # text domains
+    splits = make_splits(cfg, images=True)     # image domains: a (question, image) pair never repeats
+    pin_splits(splits, run_dir)                # run_dir/tasks/{train,heldout,sft}.jsonl
+    splits = load_pinned(run_dir)              # None when the run pinned nothing
+
+Text: the held-out split is drawn first, from its own seed (`tasks.eval_seed + seed`), and
+training tasks avoid every held-out prompt. Images: training tasks are drawn first and the
+held-out split skips any (question, image) pair the training set holds, since image
+generators repeat questions over different pictures. `tasks.sft_frac` of each domain's
+tasks with an oracle answer become the SFT warm-up's demonstrations; RL samples the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from posttrain.types import Task
+
+PINNED = ("train", "heldout", "sft")
+
+
+@dataclass
+class Splits:
+    train: list[Task]
+    held_out: list[Task]
+    sft: list[Task] = field(default_factory=list)  # oracle demonstrations for the warm-up
+
+    @property
+    def rl(self) -> list[Task]:
+        ids = {t.id for t in self.sft}
+        return [t for t in self.train if t.id not in ids] or self.train
+
+
+def _image_key(t: Task) -> tuple:
+    return (t.prompt[-1].content, tuple(a.sha256 for m in t.prompt for a in m.attachments))
+
+
+def _text_splits(cfg: Any) -> tuple[list[Task], list[Task]]:
+    from posttrain.registry import build
+    from posttrain.tasks.base import generate_split
+
+    train, held = [], []
+    for name, d in cfg.tasks.domains.items():
+        dom = build(name, kind="domain", **d.args)
+        ho = generate_split(dom, d.n_eval, cfg.tasks.eval_seed + cfg.seed, d.difficulty)
+        held += ho
+        train += generate_split(dom, d.n_train, cfg.seed, d.difficulty, exclude={t.prompt[-1].content for t in ho})
+    return train, held
+
+
+def _image_splits(cfg: Any) -> tuple[list[Task], list[Task]]:
+    from posttrain.registry import build
+
+    train, held = [], []
+    for name, d in cfg.tasks.domains.items():
+        dom = build(name, kind="domain", **d.args)
+        tr = dom.generate(d.n_train, cfg.seed, d.difficulty)
+        seen = {_image_key(t) for t in tr}
+        ev = [t for t in dom.generate(d.n_eval * 2, cfg.tasks.eval_seed + cfg.seed, d.difficulty)
+              if _image_key(t) not in seen]
+        train += tr
+        held += ev[: d.n_eval]
+    return train, held
+
+
+def sft_demos(train: list[Task], frac: float) -> list[Task]:
+    """The first `frac` of each domain's tasks that have an oracle answer."""
+    demos = [t for t in train if t.oracle is not None]
+    cut = {d: round(frac * sum(t.domain == d for t in demos)) for d in {t.domain for t in demos}}
+    out = []
+    for t in demos:
+        if cut[t.domain] > 0:
+            out.append(t)
+            cut[t.domain] -= 1
+    return out
+
+
+def make_splits(cfg: Any, images: bool = False) -> Splits:
+    """Train / held-out / SFT splits of every configured domain, plus `tasks.files` (train)."""
+    from posttrain.tasks.io import load_tasks
+
+    train, held = _image_splits(cfg) if images else _text_splits(cfg)
+    for f in cfg.tasks.files:  # user task files train alongside the generated domains
+        train += load_tasks(f)
+    return Splits(train, held, sft_demos(train, cfg.tasks.sft_frac))
+
+
+def pin_splits(splits: Splits, run_dir: Path) -> None:
+    """Pin the exact tasks of the run (replay, postmortem and eval rebuild them from here)."""
+    from posttrain.tasks.io import save_tasks
+
+    d = Path(run_dir) / "tasks"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, tasks in zip(PINNED, (splits.train, splits.held_out, splits.sft)):
+        save_tasks(tasks, d / f"{name}.jsonl")
+
+
+def load_pinned(run_dir: Path) -> Splits | None:
+    """The pinned splits of a run directory, or None if it pinned none (an older run)."""
+    from posttrain.tasks.io import load_tasks
+
+    d = Path(run_dir) / "tasks"
+    if not (d / "train.jsonl").is_file() or not (d / "heldout.jsonl").is_file():
+        return None
+    sft = load_tasks(d / "sft.jsonl") if (d / "sft.jsonl").is_file() else []
+    return Splits(load_tasks(d / "train.jsonl"), load_tasks(d / "heldout.jsonl"), sft)

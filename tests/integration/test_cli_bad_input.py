@@ -1,0 +1,67 @@
+"""The real CLI refuses bad input with one line on stderr, before any model work or file write."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "posttrain.cli.main"]
+
+# (argv after `posttrain`, text the one-line error must contain)
+CASES = [
+    (["rl", "examples/tiny_rl.yaml", "rl.loss=ppo"], "rl.loss='ppo'"),
+    (["rl", "examples/tiny_rl.yaml", "rl.steps=-3"], "rl.steps"),
+    (["rl", "examples/tiny_rl.yaml", "engine.name=nope"], "engine.name='nope'"),
+    (["rl", "examples/tiny_rl.yaml", "rl.group_size=1"], "rl.group_size=1"),
+    (["rl", "examples/tiny_rl.yaml", "tasks.domains={nosuch: {}}"], "tasks.domains.nosuch"),
+    (["rl", "examples/tiny_rl.yaml", "--plugin", "no_such_plugin.py"], "no_such_plugin.py"),
+    (["sft", "examples/tiny_rl.yaml", "sft.lr=-1"], "sft.lr"),
+    (["dpo", "examples/tiny_rl.yaml", "dpo.loss=hinge"], "dpo.loss='hinge'"),
+]
+
+
+@pytest.mark.parametrize("argv, named", CASES, ids=[" ".join(c[0][2:]) or c[0][0] for c in CASES])
+def test_bad_input_is_one_line_naming_it_and_writes_nothing(tmp_path, argv, named):
+    out = tmp_path / "run"
+    r = subprocess.run(CLI + argv + ["--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr[-1500:]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr and named in lines[0], r.stderr[-1500:]
+    assert not out.exists()  # refused before config.yaml or any other file of the run
+
+
+def test_non_empty_out_is_refused_and_left_untouched(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.yaml").write_text("name: earlier\n")
+    (out / "summary.json").write_text("{}")
+    r = subprocess.run(CLI + ["rl", "examples/tiny_rl.yaml", "--out", str(out)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "is not empty" in r.stderr and "--resume" in r.stderr and "--overwrite" in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "summary.json"]
+    assert (out / "config.yaml").read_text() == "name: earlier\n"
+
+
+def test_overwrite_refuses_a_directory_that_is_not_a_run(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious")
+    r = subprocess.run(CLI + ["rl", "examples/tiny_rl.yaml", "--out", str(out), "--overwrite"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not a run directory" in r.stderr
+    assert (out / "thesis.tex").read_text() == "precious"
+
+
+def test_unsupported_model_engine_pair_is_refused_before_any_model_work(tmp_path):
+    import json
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "mixtral"}))
+    out = tmp_path / "run"
+    r = subprocess.run(CLI + ["rl", "examples/tiny_rl.yaml", f"model.path={model}", "engine.name=fast", "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "mixtral" in r.stderr, r.stderr[-800:]
+    assert not out.exists()

@@ -1,0 +1,96 @@
+"""check_config: every registry name, file and the engine/model pair, before any model work."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from posttrain.config import load_config
+from posttrain.config_check import check_config
+from posttrain.errors import ConfigError
+
+
+@pytest.mark.parametrize("override, named", [
+    ("rl.loss=ppo", "rl.loss='ppo'"), ("rl.advantage=magic", "rl.advantage='magic'"),
+    ("engine.name=nope", "engine.name='nope'"), ("schedule.policy=greedy", "schedule.policy='greedy'"),
+    ("tasks.domains.nosuch={}", "tasks.domains.nosuch"),
+])
+def test_unknown_registry_name_is_named_with_the_known_ones(override, named):
+    with pytest.raises(ConfigError, match=rf"{named}.*known: "):
+        check_config(load_config(None, [override]))
+
+
+def test_kl_estimator_is_checked_when_kl_is_on():
+    with pytest.raises(ConfigError, match="rl.kl_estimator='k9'"):
+        check_config(load_config(None, ["rl.kl_coef=0.1", "rl.kl_estimator=k9"]))
+
+
+def test_dpo_loss_is_checked_for_dpo():
+    with pytest.raises(ConfigError, match="dpo.loss='hinge'"):
+        check_config(load_config(None, ["dpo.loss=hinge"]), needs=("dpo",))
+
+
+def test_group_relative_advantage_needs_two_samples():
+    with pytest.raises(ConfigError, match="rl.group_size=1"):
+        check_config(load_config(None, ["rl.group_size=1"]))
+
+
+def test_missing_task_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="task file not found: .*absent.jsonl"):
+        check_config(load_config(None, [f"tasks.files=[{tmp_path}/absent.jsonl]"]))
+
+
+def test_model_path_without_config_json_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="not a model directory"):
+        check_config(load_config(None, [f"model.path={tmp_path}"]))
+
+
+def test_plugin_domain_becomes_trainable_by_name(tmp_path):
+    """In a fresh interpreter: the plugin's registration must not leak into other tests' registry."""
+    plugin = tmp_path / "my_domain.py"
+    plugin.write_text(textwrap.dedent("""
+        from posttrain.registry import domain
+        from posttrain.tasks.arithmetic import Arithmetic
+
+        @domain("my_plugin_arith")
+        class Mine(Arithmetic):
+            pass
+    """))
+    probe = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        from posttrain.config import load_config
+        from posttrain.config_check import check_config
+        cfg = load_config(None, ["plugins=[{plugin}]", "tasks.domains={{my_plugin_arith: {{n_train: 5}}}}"])
+        check_config(cfg)  # no error: the plugin registered the domain before the names were checked
+    """)], capture_output=True, text=True)
+    assert probe.returncode == 0, probe.stderr[-800:]
+
+
+def test_every_registered_name_is_reachable_from_a_fresh_interpreter():
+    """Each kind's names, listed in one interpreter, each looked up by name in another."""
+    kinds = ["verifier", "domain", "engine", "loss", "dpo_loss", "advantage", "kl", "sched_policy", "tool",
+             "speculator", "longctx_reader"]
+    listing = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import json
+        from posttrain.registry import registry
+        print(json.dumps({{k: registry(k).names() for k in {kinds!r}}}))
+    """)], capture_output=True, text=True, check=True)
+    names = json.loads(listing.stdout)
+    assert all(names[k] for k in kinds), {k: v for k, v in names.items() if not v}
+    assert "vllm" in names["engine"] and "sigmoid" in names["dpo_loss"]
+    for kind, ns in names.items():
+        # a fresh interpreter per kind: nothing imported but the registry itself
+        probe = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+            from posttrain.registry import registry
+            for n in {ns!r}:
+                registry({kind!r}).get(n)
+        """)], capture_output=True, text=True)
+        assert probe.returncode == 0, f"{kind}: {probe.stderr[-500:]}"
+
+
+def test_engine_that_cannot_run_the_model_is_refused_at_load_naming_the_feature(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mixtral", "architectures": ["MixtralForCausalLM"]}))
+    with pytest.raises(ConfigError, match=r"engine.name='fast' cannot run model.path=.*mixtral"):
+        check_config(load_config(None, [f"model.path={tmp_path}", "engine.name=fast"]))
+    check_config(load_config(None, [f"model.path={tmp_path}", "engine.name=hf"]))  # the reference engine runs anything
