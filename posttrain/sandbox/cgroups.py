@@ -133,7 +133,7 @@ class Cgroup:
         version = kind()
         if not version:
             return None
-        from posttrain.sandbox import reaper
+        import posttrain.sandbox.reaper as reaper
 
         reaper.ensure_started()  # before the first mkdir: a kill -9 from here on leaves nothing
         own = _own_paths()

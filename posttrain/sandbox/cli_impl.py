@@ -13,7 +13,7 @@ from posttrain.types import ExecLimits, thaw
 
 def run_exec(cmd: Sequence[str], time_limit: float, memory_mb: int, image: str, mode: str, as_json: bool, stdin: IO) -> int:
     """Returns the process exit code to use: the program's, 124 on timeout, 125 on sandbox error."""
-    from posttrain.sandbox import SandboxPool
+    from posttrain.sandbox.pool import SandboxPool
 
     if not cmd:
         raise SandboxError("no command given: use `posttrain sandbox exec -- CMD ARGS…`")

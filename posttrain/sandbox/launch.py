@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Sequence
 
-from posttrain.sandbox import limits as lim
+import posttrain.sandbox.limits as lim
 from posttrain.sandbox.bwrap import run_as
 from posttrain.sandbox.cgroups import Cgroup
 from posttrain.sandbox.seccomp import seccomp_fd

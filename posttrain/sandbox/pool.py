@@ -44,7 +44,9 @@ from typing import AsyncIterator, Sequence
 from posttrain.errors import SandboxError
 from functools import lru_cache
 
-from posttrain.sandbox import cgroups, images, workspace
+import posttrain.sandbox.cgroups as cgroups
+import posttrain.sandbox.images as images
+import posttrain.sandbox.workspace as workspace
 from posttrain.sandbox.overload import OWN_TIME_FRAC, CpuSample, Verdict, judge
 from posttrain.sandbox.result import is_wall_timeout
 from posttrain.sandbox.runtime import workspace_root

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from posttrain.sandbox import cgroups
+import posttrain.sandbox.cgroups as cgroups
 
 
 def main(argv: list[str]) -> int:

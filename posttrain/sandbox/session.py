@@ -30,7 +30,7 @@ import secrets
 import time
 
 from posttrain.errors import SandboxError
-from posttrain.sandbox import limits as lim
+import posttrain.sandbox.limits as lim
 from posttrain.sandbox.bwrap import bwrap_argv, fixed_env, run_as
 from posttrain.sandbox.cgroups import Cgroup
 from posttrain.sandbox.images import Image

@@ -34,7 +34,7 @@ import struct
 import time
 from typing import Mapping, Sequence
 
-from posttrain.sandbox import limits as lim
+import posttrain.sandbox.limits as lim
 from posttrain.sandbox.agent_files import agent_dir
 from posttrain.sandbox.bwrap import bwrap_argv, fixed_env
 from posttrain.sandbox.cgroups import Cgroup

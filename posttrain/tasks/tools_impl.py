@@ -28,7 +28,7 @@ import warnings
 from typing import Any, Callable, Mapping
 
 from posttrain.registry import registry
-from posttrain.tasks import scene_api  # noqa: F401  (registers the scene tools)
+import posttrain.tasks.scene_api  # noqa: F401  (registers the scene tools)
 from posttrain.tasks.scene_api import SceneGraph
 from posttrain.tasks.tool_base import ToolError, tool_fn  # noqa: F401  (re-exported: tools register through it)
 from posttrain.types import Task, thaw

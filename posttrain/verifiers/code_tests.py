@@ -28,7 +28,7 @@ import re
 
 from posttrain.registry import verifier
 from posttrain.types import ExecLimits, Task, Trajectory, VerifyResult, thaw
-from posttrain.verifiers import plain_data
+import posttrain.verifiers.plain_data as plain_data
 from posttrain.verifiers.base import VerifyContext
 
 # In the sandbox (no posttrain there): the job arrives on stdin; every input gives
