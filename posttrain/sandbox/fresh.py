@@ -19,6 +19,8 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from posttrain.sandbox.images import Image
+from posttrain.sandbox.overload import CpuSample, Verdict, judge
+from posttrain.sandbox.result import is_wall_timeout
 from posttrain.sandbox.zygote import Zygote
 from posttrain.types import ExecLimits, ExecResult
 
@@ -30,10 +32,13 @@ async def run_fresh(
     limits: ExecLimits,
     image: Image,
     read_files: Sequence[str] = (),
-) -> ExecResult:
+) -> tuple[ExecResult, Verdict | None]:
+    """The result, and for a wall timeout the starvation verdict from the CPU samples around it."""
     z = Zygote(image, once=True)
     try:
         await z.start()
-        return await z.exec(cmd, files, stdin, limits, read_files)
+        before = CpuSample.take(z.cg)
+        res = await z.exec(cmd, files, stdin, limits, read_files)
+        return res, (judge(before, CpuSample.take(z.cg)) if is_wall_timeout(res) else None)
     finally:
         await z.close()

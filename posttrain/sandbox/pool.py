@@ -48,6 +48,7 @@ import posttrain.sandbox.cgroups as cgroups
 import posttrain.sandbox.images as images
 import posttrain.sandbox.workspace as workspace
 from posttrain.sandbox.overload import OWN_TIME_FRAC, CpuSample, Verdict, judge
+from posttrain.sandbox.fresh import run_fresh
 from posttrain.sandbox.result import is_wall_timeout
 from posttrain.sandbox.runtime import workspace_root
 from posttrain.sandbox.session import ShellSession
@@ -204,18 +205,10 @@ class SandboxPool:
         raise AssertionError("unreachable")
 
     async def _exec_fresh(self, cmd, files, data, lim, img, read_files) -> tuple[ExecResult, Verdict | None]:
-        """`fresh.run_fresh` (a zygote for exactly one execution) with the CPU samples around it."""
-        z = Zygote(img, once=True)
-        try:
-            await z.start()
-            before = CpuSample.take(z.cg)
-            res = await z.exec(cmd, files, data, lim, read_files)
-            v = judge(before, CpuSample.take(z.cg)) if is_wall_timeout(res) else None
-            if v is not None and v.starved:
-                self._stats["starved_timeouts"] += 1
-            return res, v
-        finally:
-            await z.close()
+        res, v = await run_fresh(cmd, files, data, lim, img, read_files)
+        if v is not None and v.starved:
+            self._stats["starved_timeouts"] += 1
+        return res, v
 
     def _count_death(self, error: str) -> None:
         self._stats["slot_deaths"] += 1
