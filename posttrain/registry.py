@@ -30,10 +30,15 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "dpo_loss": ("posttrain.train.losses",),
     "advantage": ("posttrain.train.advantages",),
     "kl": ("posttrain.train.losses",),
+    "offpolicy": ("posttrain.train.offpolicy",),
     "sched_policy": ("posttrain.schedule",),
-    "tool": ("posttrain.rollout.tools",),
-    "speculator": ("posttrain.rollout.speculative",),
+    "tool": ("posttrain.rollout.agent.tools",),
+    "speculator": ("posttrain.rollout.fast.speculative",),
     "longctx_reader": ("posttrain.longctx.reader",),
+    "detector": ("posttrain.eval.detectors",),
+    "tracker": ("posttrain.store.trackers",),
+    "sharded_trainer": ("posttrain.train.sharded.loops",),  # sft/dpo phases at world size N (rank 0)
+    "rl_loop": ("posttrain.train.async_rl.loop",),  # rl.max_staleness > 0; looked up by name: async_rl imports rl
 }
 
 

@@ -60,6 +60,22 @@ def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resu
     _print_summary(summary, run_dir)
 
 
+def _agent(config: Optional[Path], overrides: List[str], out: Optional[Path], overwrite: bool) -> None:
+    from posttrain.cli.common import interruptible
+    from posttrain.config_check import check_config
+    from posttrain.recipes.agent import agent_config, format_agent_summary, run_agent_quickstart
+    from posttrain.store.run_dir import claim_run_dir
+
+    cfg = agent_config(config, overrides)
+    run_dir = out or Path(cfg.out_dir) / cfg.name
+    check_config(cfg)
+    claim_run_dir(run_dir, overwrite=overwrite, command="posttrain quickstart --agent")
+    with interruptible(run_dir, "posttrain quickstart --agent", resumable=False):
+        summary = run_agent_quickstart(cfg, run_dir, log=lambda line: typer.echo(line))
+    typer.echo("\n".join(format_agent_summary(summary)))
+    typer.echo(f"run directory {run_dir}")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def quickstart(
@@ -67,10 +83,20 @@ def register(app: typer.Typer) -> None:
         resume: Optional[Path] = typer.Option(None, "--resume", help="continue an interrupted quickstart run"),
         overrides: List[str] = typer.Argument(None, help="dotted overrides, e.g. rl.steps=20"),
         vision: bool = typer.Option(False, "--vision", help="the image-task quickstart (tiny VLM; chart, ui, drawing)"),
-        config: Optional[Path] = typer.Option(None, "--config", help="with --vision: a config YAML over its defaults"),
+        agent: bool = typer.Option(False, "--agent", help="the agent quickstart: RL teaches the tiny model to use "
+                                   "the calculator (tools domain, multi-turn)"),
+        config: Optional[Path] = typer.Option(None, "--config", help="with --vision/--agent: a config YAML over its "
+                                              "defaults"),
         overwrite: bool = typer.Option(False, "--overwrite", help="replace an earlier run in the run directory"),
+        model: Optional[str] = typer.Option(None, "--model", help="a real model: catalog name (smollm2-135m-instruct) "
+                                            "or its converted directory; runs its preset on real benchmarks"),
+        preset: Optional[str] = typer.Option(None, "--preset", help="a recipe preset (posttrain/recipes/presets)"),
     ) -> None:
-        """Build the tiny model, SFT, evaluate, RL, evaluate again, and print the before/after table."""
+        """Build the tiny model, SFT, evaluate, RL, evaluate again, and print the before/after table.
+        With --model: the real-model recipe (baseline eval, GRPO with LoRA, eval again, McNemar)."""
+        if agent:
+            _agent(config, overrides or [], out, overwrite)
+            return
         if vision:
             from posttrain.cli.common import PhaseProgress
             from posttrain.recipes.vision import format_summary, run_vision_quickstart, vision_config
@@ -89,10 +115,12 @@ def register(app: typer.Typer) -> None:
             return
         import copy
 
-        from posttrain.recipes.quickstart import QUICKSTART_DEFAULTS
+        from posttrain.recipes.quickstart import QUICKSTART_DEFAULTS, model_preset_base
 
-        _run(None, overrides or [], out, resume, base=copy.deepcopy(QUICKSTART_DEFAULTS), overwrite=overwrite,
-             command="posttrain quickstart")
+        base = copy.deepcopy(QUICKSTART_DEFAULTS)
+        if (model or preset) and resume is None:  # a resumed run reads its own config.yaml
+            base = model_preset_base(model, preset=preset)
+        _run(None, overrides or [], out, resume, base=base, overwrite=overwrite, command="posttrain quickstart")
 
     @app.command()
     def rl(

@@ -14,8 +14,8 @@ from typing import Any, Sequence
 
 
 async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, Any]:
-    from posttrain.rollout.agent import AgentOptions, rollout_agent
-    from posttrain.rollout.agent_tasks import rereads
+    from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
+    from posttrain.rollout.agent.tasks import rereads
 
     trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=1, temperature=0.0))
     passed = {t.task_id: bool(t.verify and t.verify.passed) for t in trajs if not t.infra_error}
@@ -34,7 +34,7 @@ async def sampled_steps(engine: Any, tok: Any, tasks: Sequence[Any], k: int, tem
     """Steps of each solved episode, per task, over `k` sampled episodes per task at `temperature`
     (the policy as RL samples it; greedy decoding hides a habit taken on fewer than half the
     samples)."""
-    from posttrain.rollout.agent import AgentOptions, rollout_agent
+    from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
 
     trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=k, temperature=temperature, seed=seed))
     out: dict[str, list[int]] = {t.id: [] for t in tasks}

@@ -27,7 +27,7 @@ from posttrain.types import Task, Trajectory
 
 def episode_options(sampling: Mapping[str, Any], seed: int, concurrency: int) -> Any:
     """Greedy or sampled episodes under the suite's temperature/top_p; step limits stay the task's."""
-    from posttrain.rollout.agent import AgentOptions
+    from posttrain.rollout.agent.loop import AgentOptions
 
     return AgentOptions(n=1, temperature=float(sampling.get("temperature", 0.0)),
                         top_p=float(sampling.get("top_p", 1.0)), seed=seed, concurrency=concurrency)
@@ -36,7 +36,7 @@ def episode_options(sampling: Mapping[str, Any], seed: int, concurrency: int) ->
 async def run_episodes(engine: Any, tok: Any, tasks: Sequence[Task], sampling: Mapping[str, Any], seed: int,
                        sandbox: Any, verifier: Any, concurrency: int) -> list[Trajectory]:
     """One scored episode per task (trajs[i] is tasks[i]'s), through the real agent loop."""
-    from posttrain.rollout.agent import rollout_agent
+    from posttrain.rollout.agent.loop import rollout_agent
 
     return await rollout_agent(engine, tok, tasks, episode_options(sampling, seed, concurrency), sandbox=sandbox,
                                verifier_runner=verifier)
@@ -45,7 +45,7 @@ async def run_episodes(engine: Any, tok: Any, tasks: Sequence[Task], sampling: M
 async def replay_episodes(tok: Any, tasks: Sequence[Task], recorded: Sequence[Trajectory], sandbox: Any,
                           verifier: Any, concurrency: int = 8) -> list[Trajectory]:
     """Re-run each recorded episode's assistant turns against its task; trajs[i] is tasks[i]'s."""
-    from posttrain.rollout.agent import AgentOptions, rollout_agent
+    from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
 
     # One rollout per distinct task id: the engine finds a recording by (task id, step), so
     # two recordings of one task (two epochs) must not share a call.

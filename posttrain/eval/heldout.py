@@ -75,8 +75,8 @@ async def evaluate_heldout_mixed(engine: Any, tok: Any, tasks: Sequence[Task], r
                                  step: int = 0, agent_cfg: Any = None, temperature: float = 0.0,
                                  seed: int = 0) -> Any:
     """`evaluate_heldout` with multi-step tasks run as greedy agent episodes (one per task)."""
-    from posttrain.rollout.agent import AgentOptions, rollout_agent
-    from posttrain.rollout.agent_rl import agent_options
+    from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
+    from posttrain.rollout.agent.rl import agent_options
 
     single = [t for t in tasks if t.limits.max_steps <= 1]
     multi = [t for t in tasks if t.limits.max_steps > 1]

@@ -96,7 +96,7 @@ def _figures(cmp: Comparison) -> list[tuple[str, str]]:
                                cmp.margin)),
             ("Pass rates before and after",
              plots.pass_rate_bars([d.domain for d in rows], [d.pass_before for d in rows],
-                                  [d.pass_after for d in rows]))]
+                                  [d.pass_after for d in rows], n=[d.pairs for d in rows]))]
     steps: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
     tokens: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
     for ra, rb in cmp.pairs:
@@ -113,24 +113,32 @@ def _figures(cmp: Comparison) -> list[tuple[str, str]]:
 
 
 def _flip_html(cmp: Comparison) -> str:
+    """Each flip with the prompt both runs answered, then the two completions side by side."""
+    from posttrain.eval.records import sample_key
+
+    prompts = {ra.key: ra.prompt for ra, _ in cmp.pairs}
     items = []
     for d in cmp.domains:
         for f in d.flips:
+            prompt = prompts.get(sample_key(f.task_id, f.task_version, f.epoch), "")
             anchor = html.escape(f"{f.task_id}-{f.epoch}")
             items.append(
                 f"<details id='{anchor}'><summary><b>{f.direction}</b> {html.escape(f.task_id)} "
                 f"epoch {f.epoch} ({html.escape(f.domain)})</summary>"
                 f"<p>A: <a href='{html.escape(f.link_a)}'>{html.escape(f.link_a)}</a><br>"
                 f"B: <a href='{html.escape(f.link_b)}'>{html.escape(f.link_b)}</a></p>"
-                f"<div class='pair'><pre>{html.escape(f.completion_a)}</pre>"
-                f"<pre>{html.escape(f.completion_b)}</pre></div></details>")
+                f"<b>prompt</b><pre>{html.escape(prompt or '(not recorded)')}</pre>"
+                f"<div class='pair'><div>A (before)<pre>{html.escape(f.completion_a)}</pre></div>"
+                f"<div>B (after)<pre>{html.escape(f.completion_b)}</pre></div></div></details>")
     return "".join(items) or "<p>No flips.</p>"
 
 
 CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}
 tr.regressed{background:#fadbd8}tr.inconclusive{background:#fdebd0}tr.improved{background:#d5f5e3}
-.pair{display:flex;gap:1em}.pair pre{flex:1;background:#f4f6f7;padding:.5em;white-space:pre-wrap}"""
+.pair{display:flex;gap:1em}.pair>div{flex:1;min-width:0}
+pre{background:#f4f6f7;padding:.5em;white-space:pre-wrap;word-break:break-word}
+img{max-width:100%;height:auto}"""
 
 
 def write_report(cmp: Comparison, path: str | Path) -> Path:

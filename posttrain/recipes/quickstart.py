@@ -34,9 +34,67 @@ Report = Callable[[str, dict], None]  # phase, info -> progress display
 # What `posttrain quickstart` sets over the RunConfig defaults: presets/quickstart.yaml.
 QUICKSTART_DEFAULTS: dict[str, Any] = load_preset("quickstart")
 
+# `posttrain quickstart --model NAME`: the preset each real catalog model runs (presets/NAME.yaml).
+MODEL_PRESETS: dict[str, str] = {"smollm2-135m-instruct": "smollm2"}
+
+
+def models_home() -> Path:
+    """Where `--model NAME` looks for (and converts) catalog models: $POSTTRAIN_MODELS_DIR/NAME."""
+    import os
+
+    return Path(os.environ.get("POSTTRAIN_MODELS_DIR", Path.home() / ".cache" / "posttrain" / "models"))
+
+
+def resolve_model(model: str, convert: bool = True) -> tuple[str, Path]:
+    """`--model` -> (catalog name, HF directory). A directory names its model in the manifest
+    `posttrain models get` writes; a catalog name is converted into `models_home()` on first use."""
+    from posttrain.errors import ConfigError
+
+    p = Path(model)
+    if p.is_dir():
+        manifest = p / "posttrain-model.json"
+        name = json.loads(manifest.read_text()).get("name", "") if manifest.is_file() else ""
+        if name not in MODEL_PRESETS:
+            raise ConfigError(f"quickstart --model {model}: no recipe preset for this model directory "
+                              f"(known: {', '.join(MODEL_PRESETS)}); pass --preset NAME or run "
+                              f"`posttrain rl CONFIG model.path={model}`")
+        return name, p
+    if model not in MODEL_PRESETS:
+        raise ConfigError(f"quickstart --model {model!r}: not a directory and not a catalog model with a preset "
+                          f"(known: {', '.join(MODEL_PRESETS)}; `posttrain models list`)")
+    out = models_home() / model
+    if not (out / "config.json").is_file():
+        if not convert:
+            raise ConfigError(f"model {model} is not converted: run `posttrain models get {model} --out {out}`")
+        from posttrain.models.catalog import get_real_model
+
+        print(f"converting {model} into {out} (once; `posttrain models get` does the same)", flush=True)
+        get_real_model(model, out)
+    return model, out
+
+
+def model_preset_base(model: str | None, model_dir: str | Path | None = None, preset: str | None = None) -> dict:
+    """The config tree of `quickstart --model MODEL [--preset P]`: the preset with `model.path` set."""
+    if model is not None and model_dir is None:
+        model, model_dir = resolve_model(model)
+    base = load_preset(preset or MODEL_PRESETS.get(model or "", "smollm2"))
+    if model_dir is not None:
+        base.setdefault("model", {})["path"] = str(Path(model_dir).resolve())
+    return base
+
+
+def model_preset_config(model: str, model_dir: str | Path | None = None, overrides: list[str] | None = None,
+                        preset: str | None = None) -> RunConfig:
+    """The RunConfig of `quickstart --model MODEL`: its preset, `model.path`, then `overrides`."""
+    from posttrain.config import load_config
+
+    return load_config(None, overrides or [], base=model_preset_base(model, model_dir, preset))
+
 
 def _save_eval(path: Path, res: HeldoutResult) -> None:
-    path.write_text(json.dumps({"passed": res.passed, "domain_of": res.domain_of, "infra_errors": res.infra_errors}))
+    completions = {t.task_id: t.completion_text for t in res.trajectories}  # report.html shows flips with them
+    path.write_text(json.dumps({"passed": res.passed, "domain_of": res.domain_of, "infra_errors": res.infra_errors,
+                                "completions": completions}))
 
 
 def _load_eval(path: Path) -> HeldoutResult | None:
@@ -101,6 +159,9 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
             prev = copy.deepcopy(model.state_dict())
     model.eval()
     (run_dir / "sft_losses.json").write_text(json.dumps(loop.losses))
+    from posttrain.store.trackers.base import log_phase
+
+    log_phase(cfg, run_dir, "sft", [{"loss": x} for x in loop.losses])  # tensorboard (log.trackers): sft/loss
     if val:
         kept = chosen or (checks[-1]["step"] if checks else len(loop.losses))
         (run_dir / "sft_checks.json").write_text(json.dumps({"stop_at_pass": s.stop_at_pass, "kept_step": kept,
@@ -125,28 +186,12 @@ async def eval_phase(name: str, run_dir: Path, engine: Any, tok: Any, tasks: lis
 
 
 def plot_rewards(run_dir: Path, history: list[dict], before: HeldoutResult, after: HeldoutResult) -> Path:
-    import matplotlib
+    """reward_curve.png: EMA-smoothed training reward per domain, and held-out pass@1 bars with
+    their values and 95% intervals (posttrain/eval/plots.py)."""
+    from posttrain.eval.plots import recipe_reward_page
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
-    steps = [r["step"] for r in history]
-    for key in sorted({k for r in history for k in r if k.startswith("reward/")}):
-        a.plot(steps, [r.get(key, float("nan")) for r in history], label=key.split("/", 1)[1], lw=1)
-    a.set_xlabel("RL step"), a.set_ylabel("mean reward"), a.set_title("training reward")
-    if a.get_legend_handles_labels()[0]:  # a run with no RL step has no curve to label
-        a.legend()
-    doms = sorted(before.by_domain())
-    xs = range(len(doms))
-    b.bar([x - 0.2 for x in xs], [before.pass_at_1(d) for d in doms], 0.4, label="before RL")
-    b.bar([x + 0.2 for x in xs], [after.pass_at_1(d) for d in doms], 0.4, label="after RL")
-    b.set_xticks(list(xs), doms), b.set_ylim(0, 1), b.set_title("held-out pass@1"), b.legend()
-    fig.tight_layout()
-    path = run_dir / "reward_curve.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    n = {d: sum(1 for t in before.passed if before.domain_of[t] == d) for d in before.by_domain()}
+    return recipe_reward_page(run_dir / "reward_curve.png", history, before.by_domain(), after.by_domain(), n)
 
 
 def sft_record(run_dir: Path) -> dict:
@@ -181,12 +226,27 @@ def summarize(before: HeldoutResult, after: HeldoutResult, wall_s: float, cfg: R
 
 
 def run_quickstart(cfg: RunConfig, run_dir: Path, resume: bool = False, report: Report | None = None,
-                   sandbox: Any = None) -> dict:
-    """Run every phase in one event loop (the sandbox pool and verifier runner live on it)."""
-    return asyncio.run(_quickstart(cfg, run_dir, resume, report, sandbox))
+                   sandbox: Any = None, rl_budget_s: float | None = None) -> dict:
+    """Run every phase in one event loop (the sandbox pool and verifier runner live on it).
+    `rl_budget_s` ends RL after that many seconds (equal-wall-time comparisons)."""
+    return asyncio.run(_quickstart(cfg, run_dir, resume, report, sandbox, rl_budget_s))
 
 
-async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Report | None, sandbox: Any) -> dict:
+def _tokenizer(cfg: RunConfig) -> Any:
+    """The run's tokenizer without loading its model (the tiny default's is built in code)."""
+    if cfg.model.path is None:
+        from posttrain.models.tiny import build_tokenizer
+
+        return build_tokenizer()
+    from transformers import AutoTokenizer
+
+    from posttrain.models.io import hf_model_dir
+
+    return AutoTokenizer.from_pretrained(hf_model_dir(cfg.model.path))
+
+
+async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Report | None, sandbox: Any,
+                      rl_budget_s: float | None = None) -> dict:
     import copy
 
     import torch
@@ -206,15 +266,25 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
     splits = make_splits(cfg)
     pin_splits(splits, run_dir)
     runner = VerifierRunner(sandbox, concurrency=4, retries=cfg.sandbox.retries)
-    model, tok = await sft_phase(cfg, run_dir, splits, report, runner)
+    from posttrain.rollout.tokenizer_checks import check_oracles_roundtrip
+
+    # SFT demonstrations and the format rule need every oracle to be text this tokenizer can emit
+    check_oracles_roundtrip(_tokenizer(cfg), [*splits.train, *splits.held_out])
+    if cfg.sft.steps == 0:  # a pretrained instruct model starts RL from its own behaviour: no copy, no warm-up
+        model, tok = build_base(cfg, run_dir)
+    else:
+        model, tok = await sft_phase(cfg, run_dir, splits, report, runner)
     eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
     before = await eval_phase("before", run_dir, eng, tok, splits.held_out, runner, cfg, report)
     report("before", {"pass@1": before.by_domain()})
     st = build_state(cfg, run_dir, model, tok, splits.rl, splits.held_out, sandbox, resume=resume,
                      engine_factory=cluster_engine_factory(cfg))
-    await train_rl(st, on_step=lambda s, row: report("rl", {"step": s + 1, "total": cfg.rl.steps, **row}))
+    await train_rl(st, on_step=lambda s, row: report("rl", {"step": s + 1, "total": cfg.rl.steps, **row}),
+                   budget_s=rl_budget_s)
     after = await eval_phase("after", run_dir, st.engine, tok, splits.held_out, st.runner, cfg, report)
-    summary = summarize(before, after, time.perf_counter() - t0, cfg, run_dir)
+    from posttrain.recipes.report import add_intervals, write_report
+
+    summary = add_intervals(summarize(before, after, time.perf_counter() - t0, cfg, run_dir), before, after)
     summary["warnings"] = dict(st.warnings)
     if resume and (run_dir / "summary.json").is_file():
         summary["wall_s"] += json.loads((run_dir / "summary.json").read_text()).get("wall_s", 0.0)
@@ -227,6 +297,10 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
 
     plot_cluster(run_dir, history)  # cluster.png, only when the run used a Ray cluster
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_report(run_dir, summary, Path(cfg.model.path).name if cfg.model.path else "tiny default model")
     st.metrics.close()
     st.store.close()
+    from posttrain.eval.run_report import write_run_report
+
+    write_run_report(run_dir, title=f"posttrain quickstart: {cfg.name}")  # report.html, self-contained
     return summary

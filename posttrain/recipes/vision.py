@@ -198,6 +198,9 @@ async def _run(cfg: RunConfig, run_dir: Path, report: Report) -> dict:
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     st.metrics.close()
     st.store.close()
+    from posttrain.eval.run_report import write_run_report
+
+    write_run_report(run_dir, title="posttrain quickstart --vision")  # report.html, self-contained
     return summary
 
 

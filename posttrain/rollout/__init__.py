@@ -1,6 +1,6 @@
 """Rollout: engines (`hf` reference, `fast` default, `vllm` optional GPU backend) and the loops
 that drive them. Importing registers all three; vllm itself is imported only when a `vllm`
-engine is built (vllm_engine.py), so the registry works without the package."""
+engine is built (engines/vllm.py), so the registry works without the package."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from posttrain.rollout.engine import Completion, Engine, GenRequest, SamplingParams
 
-for _mod in ("posttrain.rollout.hf", "posttrain.rollout.fast", "posttrain.rollout.vllm_engine"):
+for _mod in ("posttrain.rollout.engines.hf", "posttrain.rollout.fast.engine", "posttrain.rollout.engines.vllm"):
     try:
         importlib.import_module(_mod)  # registers the engine
     except ModuleNotFoundError as e:  # `fast` may be absent in a partial checkout

@@ -56,12 +56,17 @@ async def _throughput(fn, n: int, conc: int) -> float:
     return n / (time.perf_counter() - t)
 
 
-async def bench_modes(n: int = 200, conc: int | None = None) -> dict[str, dict[str, float]]:
+async def bench_modes(
+    n: int = 200, conc: int | None = None, extra: "dict[str, SandboxPool] | None" = None, rounds: int = 3
+) -> dict[str, dict[str, float]]:
     """p50/p99 latency (sequential) and throughput (concurrent) for each mode, in one run.
 
     "plain subprocess" starts the base interpreter as is (with whatever site hooks the
     host's install runs); "plain -I -S" skips site, as the sandbox's clean runtime does:
-    the like-for-like start-up baseline. "bare fork" is the floor of any pool."""
+    the like-for-like start-up baseline. "bare fork" is the floor of any pool. `extra`
+    adds pools to compare (name -> pool; a name starting "fresh" runs n/5 like fresh).
+    The modes take turns over `rounds` rounds, so a change of the host's load during the
+    run touches every mode alike."""
     conc = conc or os.cpu_count() or 1
     py = base_python()
 
@@ -96,7 +101,6 @@ async def bench_modes(n: int = 200, conc: int | None = None) -> dict[str, dict[s
 
     fresh_pool = SandboxPool(concurrency=conc, mode="fresh")
     pooled = SandboxPool(concurrency=conc, mode="pooled")
-    await pooled.warm("host")
     lim = ExecLimits(wall_s=10)
 
     def via(pool):
@@ -106,21 +110,30 @@ async def bench_modes(n: int = 200, conc: int | None = None) -> dict[str, dict[s
 
         return go
 
-    # "plain -I -S" skips site-packages, as the sandbox's clean runtime does: the like-for-like baseline.
     modes = {"bare fork": bare_fork, "plain subprocess": plain_with(), "plain -I -S": plain_with("-I", "-S"),
              "fresh bwrap": via(fresh_pool), "pooled zygote": via(pooled)}  # fmt: skip
-    res: dict[str, dict[str, float]] = {}
+    modes.update({name: via(p) for name, p in (extra or {}).items()})
+    lat: dict[str, list[float]] = {name: [] for name in modes}
+    busy: dict[str, list[float]] = {name: [0, 0.0] for name in modes}  # executions, seconds
     try:
+        for p in (pooled, *(p for name, p in (extra or {}).items() if not name.startswith("fresh"))):
+            await p.warm("host")
         for name, fn in modes.items():
-            k = n if name in ("bare fork", "pooled zygote") else max(20, n // 5)  # slow modes: fewer runs
             await _latency(fn, 5)  # warm caches
-            lat = await _latency(fn, k)
-            thr = await _throughput(fn, k, conc * 2)
-            res[name] = {"p50_ms": 1e3 * pct(lat, 50), "p99_ms": 1e3 * pct(lat, 99), "mean_ms": 1e3 * statistics.fmean(lat), "exec_per_s": thr}
+        for _ in range(rounds):
+            for name, fn in modes.items():
+                fast = name in ("bare fork", "pooled zygote") or (name in (extra or {}) and not name.startswith("fresh"))
+                k = max(4, (n if fast else max(20, n // 5)) // rounds)  # slow modes: fewer runs
+                lat[name] += await _latency(fn, k)
+                t = time.perf_counter()
+                await _throughput(fn, k, conc * 2)
+                busy[name][0] += k
+                busy[name][1] += time.perf_counter() - t
     finally:
         await fresh_pool.close()
         await pooled.close()
-    return res
+    return {name: {"p50_ms": 1e3 * pct(xs, 50), "p99_ms": 1e3 * pct(xs, 99), "mean_ms": 1e3 * statistics.fmean(xs),
+                   "exec_per_s": busy[name][0] / busy[name][1]} for name, xs in lat.items()}  # fmt: skip
 
 
 FILL_AND_HOLD = """

@@ -220,6 +220,19 @@ class Cgroup:
             return int(self._pread(self.dirs[""] / "memory.current", "0") or 0)
         return int(self._pread(self.dirs["memory"] / "memory.usage_in_bytes", "0") or 0)
 
+    def pinned_bytes(self) -> int:
+        """anon + shmem (tmpfs) pages of the cgroup: what reclaim cannot take back."""
+        d = self.dirs.get("" if self.version == "v2" else "memory")
+        if d is None:
+            return 0
+        keys = ("anon", "shmem") if self.version == "v2" else ("rss", "shmem")
+        total = 0
+        for line in self._pread(d / "memory.stat").splitlines():
+            k, _, v = line.partition(" ")
+            if k in keys:
+                total += int(v)
+        return total
+
     def peak_memory(self) -> int:
         if self.version == "v2":
             return int(self._pread(self.dirs[""] / "memory.peak", "0") or 0)
@@ -261,7 +274,7 @@ class Cgroup:
         psi = self._psi_dir()
         if psi is not None:
             _write(psi / "cgroup.kill", "1")  # v2 (or the v1 host's unified twin): one write kills all
-        end = time.monotonic() + deadline_s
+        end, pause = time.monotonic() + deadline_s, 0.0002
         while True:
             pids = self.procs()
             if not pids:
@@ -273,23 +286,27 @@ class Cgroup:
                     pass
             if time.monotonic() > end:
                 return False
-            time.sleep(0.002)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.004)  # dying processes usually take well under a millisecond
 
     def remove(self) -> bool:
         """Kill what is left and delete the directories. True when nothing is left behind."""
         ok = self.kill_all()
         self.close_files()
         for d in self.dirs.values():
-            for _ in range(200):
+            end, pause = time.monotonic() + 1.0, 0.0002
+            while True:  # EBUSY until the kernel has finished taking the last task out
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.005)
-            else:
-                ok = False
+                    if time.monotonic() > end:
+                        ok = False
+                        break
+                    time.sleep(pause)
+                    pause = min(2 * pause, 0.005)
         return ok
 
 

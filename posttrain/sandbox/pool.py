@@ -80,6 +80,7 @@ class SandboxPool:
         self.queue_timeout_s = queue_timeout_s
         self.mode = mode
         self._sem: asyncio.Semaphore | None = None
+        self._sem_loop: object = None
         self._closed = False
         self.executions = 0
         self.max_uses = max_uses
@@ -97,8 +98,9 @@ class SandboxPool:
         _sweep_once()
 
     def _semaphore(self) -> asyncio.Semaphore:
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(min(self.concurrency, self.max_running))
+        loop = asyncio.get_running_loop()  # a semaphore is bound to the loop that first waits on it; the
+        if self._sem is None or self._sem_loop is not loop:  # async RL producer runs on a loop of its own
+            self._sem, self._sem_loop = asyncio.Semaphore(min(self.concurrency, self.max_running)), loop
         return self._sem
 
     def stats(self) -> dict[str, int | str]:

@@ -3,11 +3,13 @@
 The zygote keeps one execution's pid 1 (C2) prepared in fresh namespaces before any
 request exists and hands us one end of a socket to it ({"op": "ready"} + fd on the
 control socket). `exec` sends the request, its files and its stdio pipes (SCM_RIGHTS)
-to that C2 directly, tells the zygote ("taken", so it prepares the next C2 while this
-one runs) and reads the answer from C2. The zygote reports each reaped C2 ("exited");
-the next `exec` waits for that report, so the previous execution's namespaces and tmpfs
-pages are gone before its limits are set. See agent/zygote_main.py and
-agent/execution.py for what each execution gets fresh.
+to that C2 directly (C2 tells the zygote, which prepares the next C2 while this one
+runs) and reads the answer from C2. The zygote reports each reaped C2 ("exited"). The
+next `exec` waits for that report unless the last C2 answered (it has then killed and
+reaped its whole namespace itself) and the slot's unreclaimable memory is already back
+near its baseline: either way the previous execution's pages are gone before the next
+limit is set, and that C2's exit overlaps the next execution instead of delaying it.
+See agent/zygote_main.py and agent/execution.py for what each execution gets fresh.
 
 Memory: the slot cgroup's limit is (baseline + the request's memory_mb + slack), where
 the baseline is the usage measured once when the slot started, never the current usage,
@@ -16,8 +18,9 @@ processes have oom_score_adj -1000 and each program raises its own to 1000, so t
 kernel's OOM killer picks the program, never the zygote.
 
 Contamination checks before the next execution: C2 answered in time, the cgroup holds
-only the zygote and the prepared C2, and the slot's unreclaimable memory (anon + shmem)
-is back near its baseline. Any doubt -> the slot is recycled (and the request re-run).
+only the zygote, the prepared execution and at most the last C2 still exiting, and the
+slot's unreclaimable memory (anon + shmem) is back near its baseline. Any doubt -> the
+slot is recycled (and the request re-run).
 
 `once=True` is fresh mode: the same sandbox for exactly one execution, then it exits.
 """
@@ -32,6 +35,7 @@ import select
 import socket
 import struct
 import time
+from functools import lru_cache
 from typing import Mapping, Sequence
 
 import posttrain.sandbox.limits as lim
@@ -49,9 +53,11 @@ from posttrain.types import ExecLimits, ExecResult
 
 HDR = struct.Struct("!II")
 AGENT_INSIDE = "/opt/posttrain"
-_ZYGOTE_PROCS = 3  # bwrap, bwrap's pid 1, the zygote interpreter (+1 prepared C2 between executions)
+_ZYGOTE_PROCS = 3  # bwrap, bwrap's pid 1, the zygote interpreter
+_PREPARED_PROCS = 1  # a prepared execution: its C2 (pid 1); the program (C3) is forked with the request
 _SLACK_MB = 24  # page cache and per-execution helpers on top of the program's budget
 _DRIFT_MB = 32  # unreclaimable memory above the baseline after an execution -> recycle the slot
+_OVERLAP_MB = 8  # at most this much above the baseline: the next execution need not wait for the last C2's exit
 _KILL_GRACE_S = 1.0  # C2 enforces wall_s itself; the zygote kills C2 this much later
 WORKSPACE_ENFORCEMENT = "tmpfs size= in the execution's mount namespace (/work, /tmp, /dev/shm share the cap)"
 
@@ -142,7 +148,7 @@ class Zygote:
         self._ready: list[tuple[int, socket.socket]] = []  # prepared C2s (seq, our end of its socket), oldest first
         self._exited: dict[int, int] = {}  # seq -> wait status of C2s the zygote has reaped
         self._ended = False  # the zygote said it exits (fresh mode) or closed its socket
-        self._last: int | None = None  # seq of the last execution, until its C2 is known to be gone
+        self._exiting: dict[int, bool] = {}  # seq -> its C2 answered, for executions whose exit is not yet reported
         self._baseline = 0  # cgroup usage with the zygote idle and one C2 prepared
         self._pinned0 = 0  # its anon + shmem part
 
@@ -168,7 +174,7 @@ class Zygote:
         if not self._ready:
             raise RuntimeError("zygote did not prepare an execution")
         if self.cg is not None:
-            self._baseline, self._pinned0 = self.cg.usage(), _pinned_bytes(self.cg)
+            self._baseline, self._pinned0 = self.cg.usage(), self.cg.pinned_bytes()
 
     async def _read_one(self, timeout_s: float) -> None:
         """Read one zygote message: a prepared C2 ("ready"), a reaped one ("exited"), the end."""
@@ -197,20 +203,37 @@ class Zygote:
             os.close(f)
 
     async def _settle(self) -> None:
-        """Before an execution: the previous one's C2 is gone (so its tmpfs pages are freed
-        before the next limit is set) and the slot is clean; a prepared C2 is at hand."""
+        """Before an execution: the slot is clean and a prepared C2 is at hand.
+
+        An execution whose C2 answered has killed and reaped every process of its pid
+        namespace itself, so only that C2 may still be exiting. The next execution may
+        start meanwhile (its own fresh namespaces; no process of the old one can reach it)
+        when the slot's unreclaimable memory is already back near its baseline, so the
+        pages still being freed cannot squeeze the next limit. Otherwise (no answer, memory
+        still held, or an older exit not yet reported) wait for the exit report first."""
         while self._ctrl_pending():
             await self._read_one(5.0)
-        if self._last is not None:
-            while self._last not in self._exited:
-                await self._read_one(5.0)
-            self._exited.pop(self._last)
-            self._last = None
-            self._check_clean()
-            if self.dead:
-                raise RuntimeError("warm slot contaminated by its previous execution (a leftover process or pinned memory)")
+        self._forget_exited()
+        while self._exiting and (len(self._exiting) > 1 or not all(self._exiting.values()) or not self._near_baseline()):
+            await self._read_one(5.0)
+            self._forget_exited()
+        self._check_clean()
+        if self.dead:
+            raise RuntimeError("warm slot contaminated by its previous execution (a leftover process or pinned memory)")
         while not self._ready and not self._ended:
             await self._read_one(5.0)
+
+    def _forget_exited(self) -> None:  # the rest of _exited: prepared C2s that died unused
+        self._exiting = {s: a for s, a in self._exiting.items() if s not in self._exited}
+        self._exited.clear()
+
+    def _near_baseline(self) -> bool:
+        """The slot's memory is within _OVERLAP_MB of its baseline (page cache aside)."""
+        if self.cg is None:
+            return False  # no cgroup to measure: always wait for the exit
+        if self.cg.usage() - self._baseline <= _OVERLAP_MB * lim.MB:
+            return True
+        return self.cg.pinned_bytes() - self._pinned0 <= _OVERLAP_MB * lim.MB
 
     def _ctrl_pending(self) -> bool:
         return self.sock is not None and bool(select.select([self.sock], [], [], 0)[0])
@@ -219,7 +242,8 @@ class Zygote:
         if self.cg is None:
             return
         mem = self._baseline + int((limits.memory_mb + _SLACK_MB) * lim.MB)
-        self.cg.set_limits(mem, _ZYGOTE_PROCS + 2 + int(limits.pids))
+        # + the next execution being prepared meanwhile, + the last one's C2 still exiting
+        self.cg.set_limits(mem, _ZYGOTE_PROCS + _PREPARED_PROCS + 2 + int(limits.pids))
 
     async def exec(self, cmd, files: Mapping[str, bytes] | None, stdin: bytes, limits: ExecLimits, read_files: Sequence[str]) -> ExecResult:
         assert self.sock is not None
@@ -234,10 +258,10 @@ class Zygote:
             self.dead = True
             raise RuntimeError("the zygote has no prepared execution")
         seq, conn = self._ready.pop(0)
-        self._last = seq
         self.uses += 1
         memory_by_cg = self.cg is not None
-        rl = {k: v for k, v in _rlimit_names(lim.rlimits(limits, memory_by_cg, memory_by_cg)).items()}
+        rl_names = _rlimit_names()
+        rl = {rl_names[k]: v for k, v in lim.rlimits(limits, memory_by_cg, memory_by_cg).items()}
         req = {
             "op": "exec", "id": seq, "argv": list(cmd), "files": names, "rlimits": rl,
             "wall_s": float(limits.wall_s), "ws_bytes": int(limits.workspace_mb * lim.MB),
@@ -260,10 +284,6 @@ class Zygote:
         finally:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
-        try:
-            _send_msg(self.sock, {"op": "taken", "seq": seq})  # the zygote prepares the next one meanwhile
-        except OSError:
-            pass  # the zygote is gone: this execution's answer, or its absence, tells
         out = Outcome()
         out.enforcement = lim.enforcement(memory_by_cg, memory_by_cg, self.cg.version if self.cg else "", WORKSPACE_ENFORCEMENT)
         out.enforcement = {**out.enforcement, "wall_s": "kill pid-namespace (its pid 1's timer) + zygote kill + host backstop"}
@@ -311,15 +331,17 @@ class Zygote:
                 out.error = f"execution setup failed inside the warm sandbox (pid 1 wait status {self._exited[seq]})"
             except (asyncio.TimeoutError, OSError, ValueError, RuntimeError) as e:
                 out.error = f"warm slot failed: the zygote died during the execution ({type(e).__name__}: {e})"
+        self._exiting[seq] = bool(res) and out.killed is None  # it answered: nothing of it runs any more
         return self._result(res, out, so, se, limits, cmd, t0)
 
     def _check_clean(self) -> None:
-        """Between executions: only the zygote (+ the prepared C2) and about its baseline memory."""
+        """Between executions: only the zygote (+ the prepared C2, + an answered C2 still
+        exiting) and about its baseline memory."""
         if self.cg is None:
             return
-        if self.cg.count_procs() > _ZYGOTE_PROCS + 1:
+        if self.cg.count_procs() > _ZYGOTE_PROCS + _PREPARED_PROCS + len(self._exiting):
             self.dead = True  # a process outlived its execution: never reuse this slot
-        if self.cg.usage() - self._baseline > _DRIFT_MB * lim.MB and _pinned_bytes(self.cg) - self._pinned0 > _DRIFT_MB * lim.MB:
+        if self.cg.usage() - self._baseline > _DRIFT_MB * lim.MB and self.cg.pinned_bytes() - self._pinned0 > _DRIFT_MB * lim.MB:
             self.dead = True  # memory an execution left behind (e.g. tmpfs pages held by a leaked fd)
 
     def _result(self, res: dict, out: Outcome, so, se, limits, cmd, t0) -> ExecResult:
@@ -362,22 +384,8 @@ class Zygote:
         _LIVE.discard(self)
 
 
-def _pinned_bytes(cg: Cgroup) -> int:
-    """anon + shmem (tmpfs) pages of the cgroup: what reclaim cannot take back."""
-    d = cg.dirs.get("" if cg.version == "v2" else "memory")
-    if d is None:
-        return 0
-    keys = ("anon", "shmem") if cg.version == "v2" else ("rss", "shmem")
-    total = 0
-    for line in cg._pread(d / "memory.stat").splitlines():
-        k, _, v = line.partition(" ")
-        if k in keys:
-            total += int(v)
-    return total
-
-
-def _rlimit_names(table: dict[int, int]) -> dict[str, int]:
+@lru_cache(maxsize=1)
+def _rlimit_names() -> dict[int, str]:
     import resource
 
-    names = {getattr(resource, n): n for n in dir(resource) if n.startswith("RLIMIT_")}
-    return {names[k]: v for k, v in table.items()}
+    return {getattr(resource, n): n for n in dir(resource) if n.startswith("RLIMIT_")}

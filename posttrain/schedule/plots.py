@@ -2,10 +2,14 @@
 
     plot_scheduler(run_dir, metrics.read())
 
-Four panels over RL steps: sampling weight by domain (dashed: difficulty buckets), observed
-pass rate by domain, dropped (zero-variance) group fraction, and, when the long-tail lanes
-ran, queue waits and staleness. Keys are the ones `Scheduler.metrics()` and
-`LongTailRunner.metrics()` write (`sched/...`, `queue/...`); a panel with no data says so.
+Up to four panels over RL steps, each drawn only when it teaches something:
+- sampling weight by domain (dashed: difficulty buckets), only when some weight moves (under
+  the `uniform` policy every weight is a flat line, so the panel is left out);
+- observed pass rate by domain, only when it differs from the reward curve of
+  reward_curve.png (with binary rewards and no format bonus it is the same series);
+- dropped (zero-variance) groups;
+- queue waits and staleness, when the long-tail lanes ran.
+Noisy per-step series are EMA-smoothed (weight 0.6) over the faint raw line.
 """
 
 from __future__ import annotations
@@ -13,31 +17,49 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from posttrain.store.metric_pages import four_panels, metric_keys, save_page, series
+from posttrain.store.metric_pages import ema, metric_keys, panel_grid, save_panels, series, varies
+
+SMOOTH = 0.6
+
+
+def _same_as_reward(rows: Sequence[dict], domain: str) -> bool:
+    pairs = [(r[f"sched/pass_rate/{domain}"], r[f"reward/{domain}"]) for r in rows
+             if r.get(f"sched/pass_rate/{domain}") is not None and r.get(f"reward/{domain}") is not None]
+    return bool(pairs) and all(abs(a - b) < 1e-6 for a, b in pairs)
+
+
+def _plot_smoothed(ax, xs, ys, label, **kw):
+    line, = ax.plot(xs, ema(ys, SMOOTH), lw=1.3, label=label, **kw)
+    ax.plot(xs, ys, lw=0.6, alpha=0.25, color=line.get_color())
 
 
 def plot_scheduler(run_dir: str | Path, rows: Sequence[dict]) -> Path | None:
-    """Write run_dir/scheduler.png; None when the rows carry no scheduler metrics."""
+    """Write run_dir/scheduler.png; None when the rows carry no scheduler metrics worth a panel."""
     keys = metric_keys(rows)
     if not any(k.startswith("sched/") for k in keys):
         return None
-    plt, fig, axes = four_panels()
-    (wt, pr), (dr, qu) = axes
-    for k in keys:
-        if k.startswith("sched/weight/"):
-            name = k.removeprefix("sched/weight/")
-            wt.plot(*series(rows, k), lw=1, ls="--" if "/bucket" in name else "-", label=name)
-        elif k.startswith("sched/pass_rate/"):
-            pr.plot(*series(rows, k), lw=1, label=k.removeprefix("sched/pass_rate/"))
-    for k, label in (("sched/dropped_frac", "this step"), ("sched/dropped_frac_total", "cumulative"),
-                     ("sched/zero_weight_frac", "tasks at zero weight")):
-        if k in keys:
-            dr.plot(*series(rows, k), lw=1, label=label)
+    panels = []  # (title, draw(ax))
+    weights = [k for k in keys if k.startswith("sched/weight/") and varies(series(rows, k)[1])]
+    if weights:
+        panels.append(("sampling weight by domain (dashed: difficulty buckets)", lambda ax: [
+            ax.plot(*series(rows, k), lw=1, ls="--" if "/bucket" in k else "-", label=k.removeprefix("sched/weight/"))
+            for k in weights]))
+    rates = [k for k in keys if k.startswith("sched/pass_rate/") and not _same_as_reward(rows, k.rsplit("/", 1)[1])]
+    if rates:
+        panels.append((f"observed pass rate by domain (EMA {SMOOTH})", lambda ax: [
+            _plot_smoothed(ax, *series(rows, k), k.removeprefix("sched/pass_rate/")) for k in rates]))
+    drops = [(k, lab) for k, lab in (("sched/dropped_frac", "this step"), ("sched/dropped_frac_total", "cumulative"),
+                                    ("sched/zero_weight_frac", "tasks at zero weight")) if k in keys]
+    if drops:
+        panels.append((f"dropped zero-variance groups (fraction, EMA {SMOOTH})", lambda ax: [
+            _plot_smoothed(ax, *series(rows, k), lab) for k, lab in drops]))
     queue = [k for k in keys if k.startswith(("queue/wait_p50_s/", "queue/staleness_mean"))]
-    for k in queue:
-        qu.plot(*series(rows, k), lw=1, label=k.removeprefix("queue/"))
-    if not queue:
-        qu.text(0.5, 0.5, "no long-tail queue in this run", ha="center", va="center", transform=qu.transAxes)
-    titles = ("sampling weight by domain (dashed: difficulty buckets)", "observed pass rate by domain",
-              "dropped zero-variance groups", "queue wait p50 (s) and staleness (versions)")
-    return save_page(plt, fig, axes, titles, Path(run_dir) / "scheduler.png")
+    if queue:
+        panels.append(("queue wait p50 (s) and staleness (versions)", lambda ax: [
+            ax.plot(*series(rows, k), lw=1, label=k.removeprefix("queue/")) for k in queue]))
+    if not panels:
+        return None
+    plt, fig, axes = panel_grid(len(panels))
+    for ax, (_, draw) in zip(axes, panels):
+        draw(ax)
+    return save_panels(plt, fig, axes, [t for t, _ in panels], Path(run_dir) / "scheduler.png")

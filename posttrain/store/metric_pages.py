@@ -52,3 +52,46 @@ def save_page(plt: Any, fig: Any, axes: Any, titles: Sequence[str], path: Path, 
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def ema(values: Sequence[float], weight: float = 0.6) -> list[float]:
+    """Bias-corrected exponential moving average (TensorBoard's smoothing); weight 0 = raw."""
+    out, acc = [], 0.0
+    for n, v in enumerate(values, 1):
+        acc = acc * weight + (1 - weight) * v
+        out.append(acc / (1 - weight ** n) if weight > 0 else v)
+    return out
+
+
+def varies(ys: Sequence[float], tol: float = 1e-9) -> bool:
+    """Whether a series is anything but a flat line (a flat one teaches nothing: drop its panel)."""
+    return bool(ys) and max(ys) - min(ys) > tol
+
+
+def panel_grid(n: int, cols: int = 2) -> tuple[Any, Any, list[Any]]:
+    """(plt, fig, axes) with exactly n panels, `cols` to a row: no empty panel, none cut off."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = max(1, min(cols, n))
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 3.2 * rows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[n:]:
+        fig.delaxes(ax)
+    return plt, fig, flat[:n]
+
+
+def save_panels(plt: Any, fig: Any, axes: Sequence[Any], titles: Sequence[str], path: Path,
+                xlabel: str = "RL step") -> Path:
+    for ax, title in zip(axes, titles):
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(xlabel, fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

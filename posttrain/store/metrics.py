@@ -1,4 +1,5 @@
-"""Per-step metrics: JSONL (the source of truth) plus TensorBoard events.
+"""Per-step metrics: JSONL (the source of truth) plus the configured trackers (TensorBoard by
+default; posttrain/store/trackers: wandb, mlflow, trackio).
 
 The JSONL file is append-only and flushed with fsync after every step, so a crash
 loses at most the step in flight. On resume, `truncate_after(step)` drops lines from
@@ -10,22 +11,29 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+import math
+from typing import Any, Sequence
 
 
 class MetricsLog:
-    def __init__(self, run_dir: str | Path, tensorboard: bool = True) -> None:
+    """`trackers` names registered trackers (default: tensorboard, or none with
+    tensorboard=False); each opens at the first logged row, so a run that logs nothing
+    creates no tracker files."""
+
+    def __init__(self, run_dir: str | Path, tensorboard: bool = True, trackers: Sequence[str] | None = None,
+                 run: Any = None) -> None:
         self.path = Path(run_dir) / "metrics.jsonl"
         self.tb_dir = Path(run_dir) / "tb"
-        self._tb = None
-        self._want_tb = tensorboard
+        self._names = list(trackers) if trackers is not None else (["tensorboard"] if tensorboard else [])
+        self._run = run  # trackers.RunInfo: name, project, phase, config
+        self._trackers: list[Any] | None = None
 
-    def _writer(self):
-        if self._tb is None and self._want_tb:
-            from torch.utils.tensorboard import SummaryWriter
+    def _open(self) -> list[Any]:
+        if self._trackers is None:
+            from posttrain.store.trackers.base import RunInfo, open_tracker
 
-            self._tb = SummaryWriter(str(self.tb_dir))
-        return self._tb
+            self._trackers = [open_tracker(n, self.path.parent, self._run or RunInfo()) for n in self._names]
+        return self._trackers
 
     def log(self, step: int, metrics: dict[str, Any]) -> None:
         row = {"step": step, **{k: v for k, v in metrics.items()}}
@@ -33,12 +41,11 @@ class MetricsLog:
             f.write(json.dumps(row) + "\n")
             f.flush()
             os.fsync(f.fileno())
-        w = self._writer()
-        if w is not None:
-            for k, v in metrics.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    w.add_scalar(k, v, step)
-            w.flush()
+        if self._names:
+            scalars = {k: float(v) for k, v in metrics.items()
+                       if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+            for t in self._open():
+                t.log(step, scalars)
 
     def read(self) -> list[dict[str, Any]]:
         if not self.path.exists():
@@ -59,5 +66,17 @@ class MetricsLog:
         os.replace(tmp, self.path)
 
     def close(self) -> None:
-        if self._tb is not None:
-            self._tb.close()
+        for t in self._trackers or []:
+            t.close()
+        self._trackers = None
+
+
+def run_metrics(cfg: Any, run_dir: str | Path, phase: str) -> MetricsLog:
+    """The MetricsLog of a training phase ("sft", "dpo", "rl"), fanning out to `cfg.log.trackers`."""
+    from posttrain.store.trackers.base import RunInfo
+
+    log = getattr(cfg, "log", None)
+    names = list(log.trackers) if log is not None else ["tensorboard"]
+    info = RunInfo(name=cfg.name, project=log.project if log is not None else "posttrain", phase=phase,
+                   config=cfg.model_dump(mode="json"))
+    return MetricsLog(run_dir, trackers=names, run=info)

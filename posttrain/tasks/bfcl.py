@@ -24,7 +24,7 @@ happen when `n` exceeds the split, and the third could reach the other split's i
 
 Prompt: a system message with the tools rendered as Qwen/Hermes chat templates render
 them (OpenAI function JSON, one per line in `<tools>`, BFCL types cast to JSON Schema as
-BFCL casts them) and the project's call format (`rollout/toolcall.py`); then the item's
+BFCL casts them) and the project's call format (`rollout/agent/toolcall.py`); then the item's
 own messages. Oracle: one `<tool_call>` per expected call, each argument at its first
 allowed value (left out where that is "omitted"); a plain sentence for irrelevance.
 """

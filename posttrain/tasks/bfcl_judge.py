@@ -6,7 +6,7 @@ Shared by the `bfcl` domain (its oracle and wrong answers are judged with it) an
     Spec("bfcl", {"category": "parallel", "functions": [...], "ground_truth": [...]})
 
 The reply is read strictly (`parse_calls`), in one of three forms, never a mix:
-- the project's tool-call format (`rollout/toolcall.py`): one `<tool_call>{...}</tool_call>`
+- the project's tool-call format (`rollout/agent/toolcall.py`): one `<tool_call>{...}</tool_call>`
   block per call, blocks separated by whitespace only, nothing after the last one (text
   before the first is allowed: models think aloud);
 - one fenced JSON block (```json ... ```): a call object or a list of them, nothing after;
@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 from posttrain.tasks.bfcl_ast import check
 from posttrain.types import thaw
 
-# The markers of rollout/toolcall.py, not imported from there: importing posttrain.rollout loads
+# The markers of rollout/agent/toolcall.py, not imported from there: importing posttrain.rollout loads
 # the engines (torch), and verifiers run in light processes. A test checks they are the same.
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 PLAIN_MAX_CHARS = 600

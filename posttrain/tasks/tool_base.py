@@ -1,6 +1,6 @@
 """The tool registration helper and the error a wrong tool call raises.
 
-Shared by the tool modules (tools_impl.py, scene_api.py, rollout/tools.py) so that none of
+Shared by the tool modules (tools_impl.py, scene_api.py, rollout/agent/tools.py) so that none of
 them imports another just for these two names.
 """
 

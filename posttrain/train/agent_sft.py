@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from posttrain.rollout.agent_sft import Demo
+from posttrain.rollout.agent.sft import Demo
 from posttrain.train.sft import train_sequences
 
 

@@ -236,7 +236,7 @@ def run_dpo(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
     from posttrain.errors import ConfigError
     from posttrain.models import save_policy
     from posttrain.models.vlm import is_vision_dir, processor_of, save_vlm
-    from posttrain.store.metrics import MetricsLog
+    from posttrain.store.metrics import run_metrics
     from posttrain.train.lora import export_model, prepare_model
     from posttrain.models.base import build_base
     from posttrain.train.vision_base import build_base_vlm
@@ -265,7 +265,7 @@ def run_dpo(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
     model = prepare_model(model, cfg.trainer)
     evals = (held, ref_eval) if held else None
     before = evaluate_pairs(model, held, ref_eval, cfg.dpo, pad) if held else None
-    metrics = MetricsLog(run_dir)
+    metrics = run_metrics(cfg, run_dir, "dpo")  # metrics.jsonl + log.trackers (tensorboard by default)
     report = report or (lambda phase, info: None)
 
     def on_step(step: int, row: dict) -> None:
@@ -273,7 +273,14 @@ def run_dpo(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
         report("dpo", {"step": step + 1, "total": cfg.dpo.steps, **row})
 
     try:
-        hist = train_dpo(model, train, ref, cfg.dpo, cfg.trainer, pad, cfg.seed, evals, on_step)
+        import os
+
+        from posttrain.registry import registry
+
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # rank 0 of N: the same pairs on FSDP2/TP shards
+            hist, model = registry("sharded_trainer").get("dpo")(cfg, model, pad, train, on_step, ref)
+        else:
+            hist = train_dpo(model, train, ref, cfg.dpo, cfg.trainer, pad, cfg.seed, evals, on_step)
     finally:
         metrics.close()
     out = (save_vlm if vision else save_policy)(export_model(model), tok, run_dir / "model")
@@ -281,4 +288,7 @@ def run_dpo(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
     summary = {"model": str(out), "n_pairs": len(train), "n_eval": len(held), "loss": cfg.dpo.loss,
                "final_loss": hist[-1]["loss"] if hist else None, "eval_before": before, "eval_after": after}
     (run_dir / "dpo_summary.json").write_text(json.dumps(summary, indent=2))
+    from posttrain.eval.run_report import write_run_report
+
+    write_run_report(run_dir, title="posttrain dpo")  # report.html: the loss and reward-margin curves
     return summary

@@ -34,7 +34,7 @@ from posttrain.rollout import make_engine
 from posttrain.rollout.engine import SamplingParams
 from posttrain.rollout.single_turn import rollout_single_turn
 from posttrain.schedule import Scheduler
-from posttrain.store.metrics import MetricsLog
+from posttrain.store.metrics import MetricsLog, run_metrics
 from posttrain.store.trajectories import TrajectoryStore
 from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint, set_rng_state
 from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
@@ -66,6 +66,8 @@ class RLState:
     history: list[dict[str, float]] = field(default_factory=list)
     infra_guard: InfraErrorGuard | None = None  # warns or stops when too many verifications are infra errors
     warnings: dict[str, str] = field(default_factory=dict)  # run_health's findings by kind, each once
+    sharded: Any = None  # rank 0's handle on an N-rank FSDP2/TP trainer (train/sharded/rl_hooks.py), else None
+    async_state: dict | None = None  # the asynchronous loop's in-flight batches, from the checkpoint resumed
 
 
 EngineFactory = Callable[[RunConfig, Any, Any], Any]  # (cfg, model, tokenizer) -> Engine
@@ -96,26 +98,46 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     model = prepare_model(model, cfg.trainer)  # trainer: LoRA / gradient checkpointing (rl_model.py)
     opt = torch.optim.AdamW(trainable_parameters(model), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99),
                             foreach=True)  # CPU defaults to a per-tensor loop
+    sharded = None
+    from posttrain.train.sharded.session import active as sharded_active
+
+    if sharded_active():  # rank 0 of N: shards on every rank; `opt` becomes the LR schedule's holder
+        from posttrain.train.sharded import rl_hooks
+
+        sharded, opt = rl_hooks.start(cfg, model, tok)
+        model = None
     warm = max(1, cfg.rl.warmup_steps)
     lr_sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
     st = RLState(cfg, run_dir, model, tok, engine, opt, lr_sched, sched,
                  VerifierRunner(sandbox, concurrency=max(2, cfg.sandbox.concurrency or 4), retries=cfg.sandbox.retries,
                                 format_weight=cfg.rl.format_weight),
-                 TrajectoryStore(run_dir / "trajectories.sqlite", background=True), MetricsLog(run_dir),
+                 TrajectoryStore(run_dir / "trajectories.sqlite", background=True), run_metrics(cfg, run_dir, "rl"),
                  list(train_tasks), list(eval_tasks), ref)
     st.infra_guard = InfraErrorGuard(cfg.rl.infra_error, sandbox)
+    st.sharded = sharded
     if ckpt is not None:
         ts = load_trainer_state(ckpt)
-        st.opt.load_state_dict(ts["optimizer"])
+        if st.sharded is not None:
+            from posttrain.train.sharded import rl_hooks
+
+            rl_hooks.restore(st, ckpt, ts)
+        elif "dcp" in ts:  # written by N ranks, resumed by one (train/sharded/dcp.py)
+            from posttrain.train.sharded.dcp import load_into_plain
+
+            load_into_plain(st.model, st.opt, ckpt.parent / ts["dcp"], ts["lr_scheduler"].get("_last_lr"))
+        else:
+            st.opt.load_state_dict(ts["optimizer"])
         st.lr_sched.load_state_dict(ts["lr_scheduler"])
         st.scheduler.load_state_dict(ts["scheduler"])
         set_rng_state(ts["rng"])
         st.step, st.version = ts["step"] + 1, ts["version"]
+        st.async_state = ts.get("async")
         if ref is not None and "ref_model" in ts:
             ref.load_state_dict(ts["ref_model"])
         if ts.get("lora") is not None:
             load_adapter_state(st.model, ts["lora"])
-        st.engine.load_weights(plain_state(st.model), st.version)
+        if st.sharded is None:  # sharded: the engine was built from the checkpoint's own weights
+            st.engine.load_weights(plain_state(st.model), st.version)
         st.store.truncate_after(ts["step"])
         st.metrics.truncate_after(ts["step"])
     elif resume:  # interrupted before the first checkpoint: start RL over, keep nothing half-done
@@ -149,25 +171,50 @@ def sync_weights(st: RLState) -> float:
     """Push the trainer's weights to the engine as a new version; returns seconds spent."""
     t0 = time.perf_counter()
     st.version += 1
+    if st.sharded is not None:  # bucketed, verified, no second full copy (train/sharded/sync.py)
+        from posttrain.train.sharded import rl_hooks
+
+        rl_hooks.push_weights(st)
+        return time.perf_counter() - t0
     st.engine.load_weights(plain_state(st.model), st.version)  # LoRA merged in, read-only
     return time.perf_counter() - t0
 
 
-async def rl_step(st: RLState) -> dict[str, float]:
-    cfg, t0 = st.cfg.rl, time.perf_counter()
-    tasks = st.scheduler.next_batch(cfg.prompts_per_step)
-    params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
-                            n=cfg.group_size, seed=st.cfg.seed * 100_003 + st.step)
-    if any(t.limits.max_steps > 1 for t in tasks):  # agent episodes are scored inside the rollout
-        from posttrain.rollout.agent_rl import rollout_mixed
+def sampling_params(st: RLState, step: int) -> SamplingParams:
+    """The rollout's sampling parameters for `step`: the seed is a pure function of (seed, step)."""
+    cfg = st.cfg.rl
+    return SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
+                          n=cfg.group_size, seed=st.cfg.seed * 100_003 + step)
 
-        trajs = await rollout_mixed(st.engine, st.tok, tasks, params, st.cfg.agent, st.runner, step=st.step)
+
+async def rollout_batch(st: RLState, tasks: Sequence[Task], step: int) -> tuple[list[Trajectory], float, float]:
+    """Generate and score `tasks` for `step` on st.engine: (trajs, generation end, verification end),
+    both perf_counter times. Also the producer of the asynchronous loop (train/async_rl/)."""
+    params = sampling_params(st, step)
+    if any(t.limits.max_steps > 1 for t in tasks):  # agent episodes are scored inside the rollout
+        from posttrain.rollout.agent.rl import rollout_mixed
+
+        trajs = await rollout_mixed(st.engine, st.tok, tasks, params, st.cfg.agent, st.runner, step=step)
         t_gen = time.perf_counter()
     else:
-        trajs = await rollout_single_turn(st.engine, st.tok, tasks, params, step=st.step)
+        trajs = await rollout_single_turn(st.engine, st.tok, tasks, params, step=step)
         t_gen = time.perf_counter()
         trajs = await st.runner.verify_all({t.id: t for t in tasks}, trajs)
-    t_ver = time.perf_counter()
+    return trajs, t_gen, time.perf_counter()
+
+
+async def rl_step(st: RLState) -> dict[str, float]:
+    t0 = time.perf_counter()
+    tasks = st.scheduler.next_batch(st.cfg.rl.prompts_per_step)
+    trajs, t_gen, t_ver = await rollout_batch(st, tasks, st.step)
+    return learn_from(st, trajs, t0, t_gen, t_ver)
+
+
+def learn_from(st: RLState, trajs: list[Trajectory], t0: float, t_gen: float, t_ver: float,
+               sync: Callable[[RLState], float] = sync_weights, correction: Any = None) -> dict[str, float]:
+    """Everything after the rollout: observe, filter, advantages, update, sync, store; the metrics row.
+    The asynchronous loop passes its own `sync` (publish a version) and off-policy `correction`."""
+    cfg = st.cfg.rl
     if st.infra_guard is not None:
         st.infra_guard.observe(trajs)  # rl.infra_error: warn loudly or stop, never carry on silently
     groups = group_by_task(trajs)
@@ -179,11 +226,17 @@ async def rl_step(st: RLState) -> dict[str, float]:
     learn = [i for i, t in enumerate(flat) if not t.infra_error]
     stats: dict[str, float] = {}
     if learn:
-        stats = update_policy(st.model, st.opt, [flat[i] for i in learn], adv[learn], cfg, st.tok.pad_token_id,
-                              st.ref_model, st.cfg.trainer)
+        extra = {} if correction is None else {"correction": correction}
+        if st.sharded is not None:
+            from posttrain.train.sharded import rl_hooks
+
+            stats = rl_hooks.update(st, [flat[i] for i in learn], adv[learn], **extra)
+        else:
+            stats = update_policy(st.model, st.opt, [flat[i] for i in learn], adv[learn], cfg, st.tok.pad_token_id,
+                                  st.ref_model, st.cfg.trainer, **extra)
         st.lr_sched.step()
     t_upd = time.perf_counter()
-    sync_s = sync_weights(st)
+    sync_s = sync(st)
     st.store.put_many(trajs)
     scored = [t for t in trajs if not t.infra_error]
     by_dom: dict[str, list[float]] = {}
@@ -216,12 +269,18 @@ async def run_eval(st: RLState) -> HeldoutResult:
                                         st.step, st.cfg.agent, temperature=e.temperature, seed=e.seed)
 
 
-def save(st: RLState, step: int) -> None:
+def save(st: RLState, step: int, extra: dict | None = None) -> None:
+    """`extra`: more trainer state (the asynchronous loop's in-flight batches, under "async")."""
     state = {"optimizer": st.opt.state_dict(), "lr_scheduler": st.lr_sched.state_dict(),
              "scheduler": st.scheduler.state_dict(), "step": step,
-             "version": st.version}
+             "version": st.version, **(extra or {})}
     if st.ref_model is not None:
         state["ref_model"] = st.ref_model.state_dict()
+    if st.sharded is not None:  # DCP shards + the manifested step-N/ (train/sharded/rl_hooks.py)
+        from posttrain.train.sharded import rl_hooks
+
+        st.store.flush()
+        return rl_hooks.save(st, step, state)
     state["lora"] = adapter_state(st.model)  # None without LoRA
     st.store.flush()  # a checkpoint never names a step whose trajectories are still queued
     save_checkpoint(st.run_dir, step, export_model(st.model), st.tok, state, keep=st.cfg.rl.keep_checkpoints)
@@ -239,6 +298,8 @@ async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = No
     from posttrain.train.run_health import WINDOW, learning_warnings
 
     cfg = st.cfg.rl
+    if cfg.max_staleness > 0:  # rollouts run ahead of the update (train/async_rl/); K = 0 stays on this loop
+        return await registry("rl_loop").get("async")(st, on_step, stop, budget_s, on_warning)
     last_done = st.step - 1
     t_start = time.perf_counter()
     warn = on_warning or (lambda w: print(f"posttrain: warning: {w}", file=sys.stderr))
@@ -249,6 +310,10 @@ async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = No
                 res = await run_eval(st)
                 row.update({f"eval/pass@1/{d}": v for d, v in res.by_domain().items()})
                 row["eval/pass@1"] = res.mean_over_domains()
+            if st.cfg.log.detect_every and (st.step + 1) % st.cfg.log.detect_every == 0:
+                from posttrain.eval.detectors.live import detector_metrics  # detect/<name> metrics, warnings
+
+                row.update(detector_metrics(st, row))
             st.metrics.log(st.step, row)
             st.history.append(row)
             last_done = st.step

@@ -196,7 +196,7 @@ def run_sft(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
 
     from posttrain.config import dump_config
     from posttrain.models import save_policy
-    from posttrain.store.metrics import MetricsLog
+    from posttrain.store.metrics import run_metrics
     from posttrain.train.lora import export_model, prepare_model
     from posttrain.models.base import build_base
 
@@ -208,7 +208,7 @@ def run_sft(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
     model, tok = build_base(cfg, run_dir)
     train, evals = sft_data(cfg, tok)
     model = prepare_model(model, cfg.trainer)
-    metrics = MetricsLog(run_dir)
+    metrics = run_metrics(cfg, run_dir, "sft")  # metrics.jsonl + log.trackers (tensorboard by default)
     report = report or (lambda phase, info: None)
     before = eval_loss(model, evals, tok.pad_token_id, cfg.sft.pack, cfg.sft.max_len) if evals else None
 
@@ -217,7 +217,14 @@ def run_sft(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
         report("sft", {"step": step + 1, "total": cfg.sft.steps, **row})
 
     try:
-        hist = train_encoded(model, tok.pad_token_id, train, cfg.sft, cfg.trainer, cfg.seed, evals, on_step)
+        import os
+
+        from posttrain.registry import registry
+
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # rank 0 of N: the same batches on FSDP2/TP shards
+            hist, model = registry("sharded_trainer").get("sft")(cfg, model, tok.pad_token_id, train, on_step)
+        else:
+            hist = train_encoded(model, tok.pad_token_id, train, cfg.sft, cfg.trainer, cfg.seed, evals, on_step)
     finally:
         metrics.close()
     out = save_policy(export_model(model), tok, run_dir / "model")
@@ -225,4 +232,7 @@ def run_sft(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None =
                "final_loss": hist[-1]["loss"] if hist else None, "eval_loss_before": before,
                "eval_loss_after": next((r["eval/loss"] for r in reversed(hist) if "eval/loss" in r), None)}
     (run_dir / "sft_summary.json").write_text(json.dumps(summary, indent=2))
+    from posttrain.eval.run_report import write_run_report
+
+    write_run_report(run_dir, title="posttrain sft")  # report.html: the loss curves
     return summary

@@ -18,6 +18,11 @@ short groups share a row (each attending only within itself). Not
 used for image inputs (their pixel_values are per sample) or for attention
 implementations that may ignore a custom 4D mask (flash attention): callers fall back to
 the plain layout, see `can_share`.
+
+Attention here costs (P + G * L)^2 per group row. prefix_kv.py (`rl.prefix_layout=kv`;
+`auto`, the default, picks by cost) runs the prompt once and attends each completion to its
+K/V, which grows with G * L. This layout stays selectable (`rl.prefix_layout=dense`) as the
+reference.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ class SharedBatch:
 
     def logprobs(self, model: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """(log p of every tail token, its entropy), each [B, T]; zeros where no tail token is."""
-        logits = model(input_ids=self.input_ids, attention_mask=self.attention_mask,
+        logits = model(input_ids=self.input_ids, attention_mask=attention_mask_for(model, self.attention_mask),
                        position_ids=self.position_ids).logits  # [R, Lr, V]
         flat = logits.reshape(-1, logits.shape[-1])[self.pred].float()  # [N, V]
         lsm = torch.log_softmax(flat, -1)
@@ -59,6 +64,16 @@ def can_share(model: Any) -> bool:
     """True when the model's attention honours a custom 4D mask (image inputs: the caller's check)."""
     impl = getattr(getattr(model, "config", None), "_attn_implementation", None) or "eager"
     return impl in MASK_SAFE_ATTENTION
+
+
+def attention_mask_for(model: Any, mask: torch.Tensor) -> torch.Tensor:
+    """A boolean 4D mask as the model's attention takes it: sdpa reads booleans, HF's eager
+    attention adds the mask to the scores, so it gets 0 / dtype-min (True / False)."""
+    impl = getattr(getattr(model, "config", None), "_attn_implementation", None) or "eager"
+    if impl != "eager":
+        return mask
+    dtype = next(model.parameters()).dtype
+    return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, torch.finfo(dtype).min)
 
 
 def _tail(t: Trajectory) -> list[int]:

@@ -19,7 +19,7 @@ from posttrain.config import RLConfig
 from posttrain.registry import registry
 from posttrain.train.batching import pack_trajectories, token_logprobs
 from posttrain.train.losses import entropy_from_logits
-from posttrain.train.shared_prefix import can_share, share_prefixes
+from posttrain.train.prefix_kv import shared_layout
 from posttrain.errors import PosttrainError
 from posttrain.types import Trajectory
 
@@ -48,7 +48,7 @@ class SampleLayout:
     """How a minibatch's samples reach the model, built once and used for the policy and the
     reference alike: identical samples computed once and indexed back out (`rl.dedup_samples`:
     their logprobs are the same numbers, and indexing sums their gradients exactly as separate
-    rows would); a group's prompt computed once (`rl.share_prefix`, shared_prefix.py); image
+    rows would); a group's prompt computed once (`rl.share_prefix`, prefix_kv.py); image
     inputs in the plain layout, one row per sample."""
 
     def __init__(self, model: Any, sub: Sequence[Trajectory], tb: Any, pad_id: int, cfg: RLConfig) -> None:
@@ -59,8 +59,8 @@ class SampleLayout:
         uniq = list(sub)
         if cfg.dedup_samples:
             uniq, self.inv = unique_samples(sub)
-        if cfg.share_prefix and can_share(model):
-            self.sb = share_prefixes(uniq, tb.loss_mask.shape[1], pad_id)
+        if cfg.share_prefix:  # rl.prefix_layout: kv (prompt K/V reused) or dense (one 4D-masked row)
+            self.sb = shared_layout(cfg.prefix_layout, model, uniq, tb.loss_mask.shape[1], pad_id)
         if self.sb is None and len(uniq) < len(sub):
             self.tu = pack_trajectories(uniq, pad_id)  # same width as tb: the longest sample is kept
 
@@ -83,8 +83,11 @@ def policy_logprobs(model: Any, sub: Sequence[Trajectory], tb: Any, pad_id: int,
 
 
 def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajectory], adv: torch.Tensor,
-                  cfg: RLConfig, pad_id: int, ref_model: Any | None = None, tcfg: Any = None) -> dict[str, float]:
-    """`tcfg` (the run's `trainer:` section) switches on bf16 autocast where configured."""
+                  cfg: RLConfig, pad_id: int, ref_model: Any | None = None, tcfg: Any = None,
+                  correction: Any = None) -> dict[str, float]:
+    """`tcfg` (the run's `trainer:` section) switches on bf16 autocast where configured. `correction`
+    (the asynchronous loop, train/async_rl/correction.py): `correction(model, trajs, pad_id, cfg)` is
+    called once before any step and returns `fn(mb, tb) -> (old_logp, mask, stats)` for each minibatch."""
     from posttrain.train.lora import autocast
 
     loss_fn = registry("loss").get(cfg.loss)
@@ -93,6 +96,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     order = torch.arange(len(trajs))
     n_mb = max(1, min(cfg.minibatches, len(trajs)))
     totals: dict[str, float] = {}
+    corr = correction(model, trajs, pad_id, cfg) if correction is not None else None
     for _epoch in range(cfg.update_epochs):
         for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
@@ -101,7 +105,9 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
             with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():
                 logp, ent_tok = layout.logprobs(model)  # [b, L-1] each
             logp = logp.float()
-            loss, st = loss_fn(logp, tb.old_logp, adv[mb], tb.loss_mask, **cfg.loss_kwargs())
+            old_logp, loss_mask, cst = (tb.old_logp, tb.loss_mask, {}) if corr is None else corr(mb, tb)
+            loss, st = loss_fn(logp, old_logp, adv[mb], loss_mask, **cfg.loss_kwargs())
+            st.update(cst)
             if kl_fn is not None:
                 with torch.no_grad():
                     ref_logp = layout.logprobs(ref_model)[0]

@@ -23,8 +23,11 @@ which parses but never executes, so they cost no sandbox run.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
+import marshal
 import re
+from functools import lru_cache
 
 from posttrain.registry import verifier
 from posttrain.types import ExecLimits, Task, Trajectory, VerifyResult, thaw
@@ -64,6 +67,16 @@ _out = _main()
 sys.stdout.write("\n@@RESULT@@" + dumps(_out).decode() + "\n")
 sys.stdout.flush()
 '''
+
+
+
+@lru_cache(maxsize=1)
+def runner_pyc() -> bytes:
+    """RUNNER compiled once on the host, as a .pyc the sandbox's `python3 runner.pyc` loads
+    without compiling it again for every answer (the sandbox runs this same interpreter)."""
+    code = compile(RUNNER, "runner.py", "exec", dont_inherit=True)
+    return bytes(importlib.util.MAGIC_NUMBER) + b"\0" * 12 + marshal.dumps(code)
+
 
 _FENCE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 _MARK = "@@RESULT@@"
@@ -125,7 +138,7 @@ class PythonTests:
 
     async def _run_one(self, src: str, ctx: VerifyContext) -> VerifyResult:
         job = json.dumps({"src": src, "arg": self.arg, "inputs": [x for x, _ in self.tests]})
-        res = await ctx.sandbox.exec(["python3", "-c", RUNNER], stdin=job, limits=self.limits)
+        res = await ctx.sandbox.exec(["python3", "runner.pyc"], files={"runner.pyc": runner_pyc()}, stdin=job, limits=self.limits)
         if res.status == "sandbox_error":
             return VerifyResult.infra(f"sandbox error: {res.error or res.stderr[:200]}")
         if res.status in ("timeout", "oom", "output_limit"):

@@ -27,7 +27,7 @@ def metric_steps(run_dir):
 
 def test_rl_three_steps_writes_the_run_directory(tmp_path):
     out = tmp_path / "run"
-    r = run_cli("rl", "examples/tiny_rl.yaml", "rl.steps=3", *SMALL, "--out", str(out))
+    r = run_cli("rl", "examples/tiny_rl.yaml", "rl.steps=3", "rl.checkpoint_every=1", *SMALL, "--out", str(out))
     assert r.returncode == 0, r.stderr[-2000:]
     for name in ("config.yaml", "metrics.jsonl", "trajectories.sqlite", "reward_curve.png", "summary.json"):
         assert (out / name).is_file(), name

@@ -14,7 +14,8 @@ SMALL += ["model.vision.pretrain.steps=3", "model.vision.pretrain.batch_size=8",
 
 def test_vision_quickstart_cli_writes_summary_controls_and_question_breakdown(tmp_path):
     out = tmp_path / "vq"
-    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "quickstart", "--vision", "--out", str(out), *SMALL],
+    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "quickstart", "--vision", "--config",
+                        "examples/vision.yaml", "--out", str(out), *SMALL],
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads((out / "summary.json").read_text())

@@ -10,10 +10,11 @@ ipc and uts namespaces, and prepares a clean state while it waits:
     execution exists there).
 
 Then C2 reads its request from its own socket (C0 never sees request bodies, so no
-process that forks a program ever held another execution's argv or files), remounts
-the tmpfs at the request's size, writes the files, forks C3, enforces wall time by
-killing every process of its pid namespace, lists /work, answers on the same socket
-and exits: its namespaces, mounts and tmpfs pages go with it.
+process that forks a program ever held another execution's argv or files), tells C0
+(which prepares the next execution meanwhile), remounts the tmpfs at the request's
+size, writes the files, forks C3, enforces wall time by killing every process of its
+pid namespace, removes SysV shared memory, lists /work, answers on the same socket and
+exits: its namespaces, mounts and tmpfs pages go with it.
 
 C3: setsid, rlimits, default signal handling, all capabilities dropped, no_new_privs,
 seccomp, then exec(argv) -- or, for `python3 FILE|-c SRC`, the code runs in-process.
@@ -28,17 +29,14 @@ import os
 import resource
 import signal
 import socket
-import stat
 import struct
 import sys
 import threading
 import time
 import types
 
-try:  # the built-in module: hashlib would load OpenSSL, a start-up cost every fresh execution pays
-    from _sha256 import sha256
-except ImportError:  # Python >= 3.12
-    from hashlib import sha256
+from listing import manifest, read_safely, write_files
+
 
 libc = ctypes.CDLL(None, use_errno=True)
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 32, 4096, 0x4000, 1 << 18
@@ -58,6 +56,19 @@ def _check(ret, what):
     if ret != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def until_a_pid_is_free(fork):
+    """fork() (or a clone), retried while the slot's pids limit is full: the next execution
+    is prepared while the current one runs, and a fork bomb there may hold every pid until
+    its wall limit kills it. Waiting is right; failing would cost the slot."""
+    pause = 0.0005
+    while True:
+        try:
+            return fork()
+        except BlockingIOError:  # EAGAIN
+            time.sleep(pause)
+            pause = min(2 * pause, 0.01)
 
 
 def _mount(src, target, fstype, flags, data=None):
@@ -96,10 +107,12 @@ def send_msg(sock, obj, payload=b"", fds=()):
 
 
 # ---- C2 before its request: the clean state ---------------------------------------------
-def prepare():
+def prepare(new_net=True):
     # A network namespace of its own (the zygote's clone skipped it: creating one here runs
-    # in parallel with the zygote telling the host this execution is ready).
-    _check(libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+    # in parallel with the zygote telling the host this execution is ready). Fresh mode's
+    # bwrap already made one for this execution alone (new_net False).
+    if new_net:
+        _check(libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _mount(b"devpts", "/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC, b"newinstance,ptmxmode=0666,mode=620")
@@ -111,7 +124,8 @@ def prepare():
     _mount(b"/tmp/work", "/work", None, MS_BIND)
     _mount(b"/tmp/shm", "/dev/shm", None, MS_BIND)
     _mount(b"/tmp/tmp", "/tmp", None, MS_BIND)
-    loopback_up()
+    if new_net:
+        loopback_up()
 
 
 def loopback_up():
@@ -127,73 +141,23 @@ def resize(nbytes):
 
 
 # ---- C2 with its request ----------------------------------------------------------------
-def write_files(req, payload):
-    off = 0
-    for rel, size in req["files"]:
-        path = os.path.join("/work", rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(payload[off : off + size])
-        off += size
-
-
-def manifest(root="/work", cap=20000):
-    out = {}
-    stack = [""]
-    while stack and len(out) < cap:
-        prefix = stack.pop()
-        try:
-            entries = list(os.scandir(os.path.join(root, prefix) if prefix else root))
-        except OSError:
-            continue
-        for e in entries:
-            rel = prefix + e.name
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(rel + "/")
-            elif stat.S_ISLNK(st.st_mode):
-                t = os.fsencode(os.readlink(e.path))
-                out[rel] = [len(t), sha256(b"symlink:" + t).hexdigest()]
-            elif stat.S_ISREG(st.st_mode):
-                out[rel] = [st.st_size, hash_file(e.path)]
-    return out
-
-
-def hash_file(path):
-    h = sha256()
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return ""
-    with os.fdopen(fd, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def read_safely(rel, cap):
-    """Read /work/rel without following any symlink on the way."""
-    dfd = os.open("/work", os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        parts = rel.split("/")
-        for part in parts[:-1]:
-            nfd = os.open(part, os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
-            os.close(dfd)
-            dfd = nfd
-        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
-    finally:
-        os.close(dfd)
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return None
-        return f.read(cap).decode("utf-8", errors="replace")
-
-
 def is_inproc(argv):
     return len(argv) > 1 and argv[0] in PYTHON_NAMES and (argv[1] == "-c" and len(argv) > 2 or not argv[1].startswith("-"))
+
+
+def drop_sysv_shm():
+    """SysV shared memory lives as long as its IPC namespace, which the kernel frees after
+    we exit, asynchronously: remove it now (nothing is attached any more), so its pages
+    are uncharged before we answer and cannot squeeze the next execution's limit."""
+    try:
+        with open("/proc/sysvipc/shm") as f:
+            rows = f.read().splitlines()[1:]
+    except OSError:
+        return
+    for row in rows:
+        fields = row.split()
+        if len(fields) > 1 and fields[1].isdigit():
+            libc.shmctl(int(fields[1]), 0, None)  # IPC_RMID
 
 
 def supervise(pid3, wall_s):
@@ -231,24 +195,30 @@ def supervise(pid3, wall_s):
     return status, killed
 
 
-def child2(sock):
-    prepare()
+def child2(sock, taken_fd, new_net=True):
+    prepare(new_net)
     try:
         req, payload, stdio = recv_msg(sock)
     except EOFError:
         os._exit(0)  # the slot closed before using this prepared execution
+    try:
+        os.write(taken_fd, b"t")  # the zygote starts preparing the next execution now
+    except OSError:
+        pass
+    os.close(taken_fd)
     resize(req["ws_bytes"])
     write_files(req, payload)
     before = manifest() if req["files"] else {}
     libc.prctl(4, 0, 0, 0, 0)  # non-dumpable: the program cannot open /proc/1/mem etc.
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])  # before the fork: no lost wake-up
-    pid3 = os.fork()
+    pid3 = until_a_pid_is_free(os.fork)
     if pid3 == 0:
         sock.close()
         child3(req, stdio)
     for fd in stdio:
         os.close(fd)
     status, killed = supervise(pid3, req["wall_s"])
+    drop_sysv_shm()
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = {"status": status, "killed": killed, "cpu_s": ru.ru_utime + ru.ru_stime, "maxrss": ru.ru_maxrss * 1024,
            "before": before, "after": manifest(), "files": {}}  # fmt: skip
@@ -327,14 +297,26 @@ def run_python(args):
         except OSError as e:
             print(f"{sys.executable}: can't open file {filename!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
             finish(2)
-    if isinstance(src, bytes) and b"\0" in src:
+    if filename.endswith(".pyc") and isinstance(src, bytes):  # as CPython runs `python3 x.pyc`
+        import _frozen_importlib_external
+        import marshal
+
+        if src[:4] != _frozen_importlib_external.MAGIC_NUMBER:
+            print("RuntimeError: Bad magic number in .pyc file", file=sys.stderr)
+            finish(1)
+        try:
+            src = marshal.loads(src[16:])
+        except (EOFError, ValueError, TypeError):
+            print("RuntimeError: Bad code object in .pyc file", file=sys.stderr)
+            finish(1)
+    elif isinstance(src, bytes) and b"\0" in src:
         os.execv(sys.executable, [sys.executable, *args])  # the file tokenizer's exact error message
     main = types.ModuleType("__main__")
     main.__file__, main.__builtins__ = filename, __builtins__
     sys.modules["__main__"] = main
     code = 0
     try:
-        exec(compile(src, filename, "exec"), main.__dict__)
+        exec(src if isinstance(src, types.CodeType) else compile(src, filename, "exec"), main.__dict__)
     except SystemExit as e:
         code = e.code
     except BaseException as e:  # noqa: BLE001 - report exactly as the interpreter would

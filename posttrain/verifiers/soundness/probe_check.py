@@ -10,7 +10,7 @@ scored alone (a group of one) and inside a GRPO-style group with two honest answ
 (for a batching verifier, the oracle and a copy of it with a leading space, so that in
 sorted batch order one honest answer runs before the probe and one after). The honest answers must still score
 what the oracle scores alone. Multi-step tasks are replayed as agent episodes in a live
-sandbox session and scored as `rollout/agent.py` scores them (format rule without the
+sandbox session and scored as `rollout/agent/loop.py` scores them (format rule without the
 single-line constraint, then the task's verifier with the session); each probe episode
 runs beside an honest episode, and a second honest episode follows it on the same pool.
 
@@ -111,7 +111,7 @@ async def _single_turn(task: Task, probes: dict[str, str], sandbox: Any, sem: as
     return out
 
 
-# ---- multi-step: replayed episodes, scored like rollout/agent.py -----------------------
+# ---- multi-step: replayed episodes, scored like rollout/agent/loop.py -----------------------
 
 
 async def _agent_verify(task: Task, traj: Trajectory, runner: Any, sandbox: Any, session: Any) -> VerifyResult:

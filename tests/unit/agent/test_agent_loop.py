@@ -4,8 +4,8 @@ import re
 
 from tests.unit.agent.conftest import ScriptedEngine, calc_task, run
 
-from posttrain.rollout.agent import AgentOptions, rollout_agent
-from posttrain.rollout.toolcall import format_tool_call
+from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
+from posttrain.rollout.agent.toolcall import format_tool_call
 from posttrain.train.batching import pack_trajectories
 
 CALL = format_tool_call("calculator", {"expression": "4821*937"})

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from posttrain.rollout.agent_tasks import REREAD, habit_tasks, plan_variant, product_tasks, reread_tasks, rereads
+from posttrain.rollout.agent.tasks import REREAD, habit_tasks, plan_variant, product_tasks, reread_tasks, rereads
 from posttrain.tasks.plan import parse_plan
 from posttrain.verifiers.compose import verify
 from posttrain.types import Trajectory, Turn
@@ -63,7 +63,7 @@ def test_habits_reject_tasks_that_are_not_products():
 def test_reread_returns_the_question_framed_like_the_user_turn():
     """The re-read path copies operands at the same relative offset as the direct one."""
     from posttrain.models.tiny import build_tokenizer
-    from posttrain.rollout.agent_sft import plan_demonstrations
+    from posttrain.rollout.agent.sft import plan_demonstrations
 
     tok = build_tokenizer()
     task = reread_tasks(product_tasks(1, 0, task_table=True), 1.0, 0)[0]

@@ -6,8 +6,8 @@ import time
 
 from tests.unit.agent.conftest import ScriptedEngine, calc_task, run
 
-from posttrain.rollout.agent import AgentOptions, rollout_agent
-from posttrain.rollout.toolcall import format_tool_call
+from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
+from posttrain.rollout.agent.toolcall import format_tool_call
 from posttrain.tasks.tools_impl import tool_fn
 from posttrain.types import Environment
 

@@ -8,8 +8,8 @@ import time
 import pytest
 from tests.unit.agent.conftest import ScriptedEngine, calc_task, run, shell_task, steps_policy
 
-from posttrain.rollout.agent import AgentOptions, rollout_agent
-from posttrain.rollout.toolcall import format_tool_call
+from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
+from posttrain.rollout.agent.toolcall import format_tool_call
 from posttrain.sandbox import SandboxPool
 from posttrain.tasks.tools_impl import tool_fn
 from posttrain.train.rl import estimate_advantages
@@ -48,7 +48,7 @@ def with_sandbox(coro_fn):
 
 
 def test_hanging_tool_times_out_and_the_episode_goes_on(tok):
-    from posttrain.rollout import tools
+    from posttrain.rollout.agent import tools
 
     tools.registry("tool").get("pt_test_sleepy").timeout_s = 0.3
     policy = steps_policy(format_tool_call("pt_test_sleepy", {}), format_tool_call("calculator", {"expression": "4821*937"}),

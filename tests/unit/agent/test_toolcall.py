@@ -2,7 +2,7 @@
 
 import pytest
 
-from posttrain.rollout.toolcall import ToolCallError, format_tool_call, parse_tool_call
+from posttrain.rollout.agent.toolcall import ToolCallError, format_tool_call, parse_tool_call
 
 SCHEMAS = {
     "calculator": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"],

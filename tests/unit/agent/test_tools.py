@@ -6,7 +6,7 @@ import time
 from tests.unit.agent.conftest import calc_task, run, shell_task
 
 from posttrain.registry import registry
-from posttrain.rollout.tools import execute, get_tool, tools_for_task
+from posttrain.rollout.agent.tools import execute, get_tool, tools_for_task
 from posttrain.tasks.tools_impl import tool_fn
 
 

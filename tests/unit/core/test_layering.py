@@ -2,7 +2,8 @@
 
 Layers, lowest first (DESIGN.md, "Modules: who owns what"):
     types/errors <- registry/config <- sandbox, schedule, models, store, parallel <- tasks
-    <- verifiers <- rollout <- eval, longctx <- train <- recipes, serve, view <- cli
+    <- verifiers <- rollout, serve <- eval, longctx <- train <- recipes, view <- cli
+(`serve` sits with `rollout`: RL on external agents runs episodes through its proxy.)
 `config_check` (the checks of a config that read task files) sits with `tasks`.
 `distributed` (the only Ray user) is wired in from outside `train`: train imports it
 nowhere, and it may import anything below `cli`. Every import counts, lazy ones inside
@@ -22,10 +23,10 @@ LAYERS = [
     {"sandbox", "schedule", "models", "store", "parallel"},
     {"tasks", "config_check"},  # config_check reads task files and plugins, so it sits with tasks
     {"verifiers"},
-    {"rollout"},
+    {"rollout", "serve"},  # serve drives the fast engine; rollout/agent/external.py runs its proxy
     {"eval", "longctx"},
     {"train"},
-    {"recipes", "serve", "view", "distributed"},
+    {"recipes", "view", "distributed"},
     {"cli"},
 ]
 RANK = {part: i for i, layer in enumerate(LAYERS) for part in layer}

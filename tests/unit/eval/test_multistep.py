@@ -14,7 +14,7 @@ from posttrain.eval.modelref import resolve_model
 from posttrain.eval.records import RecordFile
 from posttrain.eval.runner import EvalOptions, evaluate
 from posttrain.eval.suite import load_suite
-from posttrain.rollout.toolcall import format_tool_call
+from posttrain.rollout.agent.toolcall import format_tool_call
 from posttrain.sandbox import SandboxPool
 
 WRITE = format_tool_call("bash", {"command": "echo hello > out.txt"})

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.gpu
 def vllm_engine(tiny, tmp_path):
     if not torch.cuda.is_available() or importlib.util.find_spec("vllm") is None:
         pytest.skip("needs a CUDA GPU and the vllm extra")
-    from posttrain.rollout.vllm_engine import VLLMEngine
+    from posttrain.rollout.engines.vllm import VLLMEngine
 
     model, tok = tiny
     model.save_pretrained(tmp_path)

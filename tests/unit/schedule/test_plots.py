@@ -13,3 +13,32 @@ def test_scheduler_plot_is_written_from_metrics_rows(tmp_path):
 def test_no_scheduler_metrics_means_no_plot(tmp_path):
     assert plot_scheduler(tmp_path, [{"step": 0, "reward/mean": 0.5}]) is None
     assert not (tmp_path / "scheduler.png").exists()
+
+
+def _titles(monkeypatch, rows, tmp_path):
+    import posttrain.schedule.plots as sp
+
+    seen = []
+    real = sp.save_panels
+    monkeypatch.setattr(sp, "save_panels", lambda plt, fig, axes, titles, path: (seen.extend(titles),
+                                                                                real(plt, fig, axes, titles, path))[1])
+    sp.plot_scheduler(tmp_path, rows)
+    return seen
+
+
+def test_flat_uniform_weights_get_no_panel(monkeypatch, tmp_path):
+    rows = [{"step": s, "sched/weight/code": 0.5, "sched/dropped_frac": 0.1 * (s % 3)} for s in range(10)]
+    assert not any("sampling weight" in t for t in _titles(monkeypatch, rows, tmp_path))
+
+
+def test_pass_rate_equal_to_the_reward_curve_is_not_drawn_twice(monkeypatch, tmp_path):
+    rows = [{"step": s, "sched/pass_rate/code": s / 10, "reward/code": s / 10, "sched/dropped_frac": 0.2}
+            for s in range(10)]
+    assert not any("pass rate" in t for t in _titles(monkeypatch, rows, tmp_path))
+
+
+def test_moving_weights_and_a_distinct_pass_rate_are_drawn(monkeypatch, tmp_path):
+    rows = [{"step": s, "sched/weight/code": 0.5 + s / 100, "sched/pass_rate/code": s / 10, "reward/code": s / 20}
+            for s in range(10)]
+    titles = _titles(monkeypatch, rows, tmp_path)
+    assert any("sampling weight" in t for t in titles) and any("pass rate" in t for t in titles)

@@ -47,7 +47,7 @@ def test_missing_package_is_a_one_line_config_error_naming_the_install(monkeypat
 
 
 def test_markers_are_the_projects_tool_call_markers():
-    from posttrain.rollout import toolcall
+    from posttrain.rollout.agent import toolcall
     from posttrain.tasks import bfcl_judge as bfcl
 
     assert (bfcl.OPEN, bfcl.CLOSE) == (toolcall.OPEN, toolcall.CLOSE)

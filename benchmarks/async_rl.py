@@ -1,0 +1,180 @@
+"""Asynchronous RL: K = 0 (synchronous) vs K = 1 vs K = 2, side by side in one process.
+
+    .venv/bin/python benchmarks/async_rl.py [--steps 12] [--domains tools,code] [--ks 0,1,2]
+                                            [--json benchmarks/results/async_rl.json]
+
+Per domain, one warm-up (SFT) model is trained once; each K then runs the real RL loop
+(train/rl.py -> train/async_rl/ for K >= 1) from a copy of it for the same number of steps, so
+every side trains on the same number of samples (steps x prompts x group). Reported per side:
+wall time of the RL loop, speedup vs K = 0, the per-phase seconds summed over steps (generate,
+verify, update, sync: the producer's phases and the trainer's; medians over --repeats
+interleaved runs per K, as the host's load drifts), consumer idle (trainer waiting
+for a batch) and producer idle (waiting for weights or an issued batch), and held-out pass@1
+after RL with an exact McNemar test paired by task against K = 0.
+
+`--ks 0,0h,1,2`: `0h` is K = 0 with half the torch threads, the thread count each side of
+the asynchronous loop gets (train/async_rl/loop.py), which separates the overlap from the
+thread count.
+
+Domains: `tools` (calculator agent episodes, rollout/agent/tasks.py, a plan-demonstration SFT
+warm-up) and `code` (programs run in the process sandbox, a sandbox-heavy verifier; oracle SFT).
+The per-phase costs of the K = 0 runs feed benchmarks/async_sim.py (--json).
+
+What bounds the gain on this machine: the trainer and the producer share 2 cores, and both
+generation and the update are torch on those cores, so only time that is not torch compute on
+the critical path (sandbox subprocesses, Python) can overlap; a step can be at most
+max(rollout, update) instead of their sum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+PHASES = ("time/generate_s", "time/verify_s", "time/update_s", "time/sync_s", "time/consumer_idle_s",
+          "time/producer_idle_s")
+
+
+def _warm(model, path, train_fn):
+    """Run the warm-up `train_fn(model)`, or load its weights from `path` when a previous run left them."""
+    import torch
+
+    if path is not None and path.is_file():
+        model.load_state_dict(torch.load(path))
+        return
+    train_fn(model)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(model.state_dict(), path)
+
+
+def _code_setup(args, cache):
+    from posttrain.config import SFTConfig, load_config
+    from posttrain.models.tiny import build_tiny
+    from posttrain.sandbox import default_sandbox
+    from posttrain.tasks.splits import make_splits
+    from posttrain.train.sft import sft_train
+
+    ov = ["seed=0", "threads=2", f"tasks.domains={{code: {{n_train: 600, n_eval: {args.n_eval}, difficulty: 0.6}}}}",
+          "rl.prompts_per_step=8", "rl.group_size=8", "rl.max_new_tokens=24", "rl.lr=1e-4", "rl.warmup_steps=2",
+          "rl.checkpoint_every=0", "engine.name=fast"]
+    cfg = load_config(None, ov)
+    splits = make_splits(cfg)
+    model, tok = build_tiny(cfg.model.tiny, seed=0)
+    _warm(model, cache and cache / f"code-sft{args.sft_steps}.pt", lambda m: sft_train(
+        m, tok, [(t.prompt, t.oracle) for t in splits.sft], SFTConfig(steps=args.sft_steps, batch_size=32, lr=3e-3)))
+    return ov, model, tok, splits.rl, splits.held_out, default_sandbox()
+
+
+def _tools_setup(args, cache):
+    from posttrain.models.tiny import build_tiny
+    from posttrain.recipes.agent import agent_config
+    from posttrain.rollout.agent.sft import plan_demonstrations
+    from posttrain.rollout.agent.tasks import product_tasks
+    from posttrain.train.agent_sft import sft_on_demonstrations
+
+    ov = ["seed=1", "threads=2", "rl.prompts_per_step=8", "rl.group_size=4", "rl.warmup_steps=2",
+          "rl.checkpoint_every=0"]
+    cfg = agent_config(None, ov)
+    model, tok = build_tiny(cfg.model.tiny, seed=cfg.seed)
+    train = product_tasks(400, cfg.seed, task_table=True)
+    held = product_tasks(args.n_eval, 10_000 + cfg.seed, exclude={t.prompt[-1].content for t in train}, task_table=True)
+    _warm(model, cache and cache / f"tools-sft{args.sft_steps}.pt", lambda m: sft_on_demonstrations(
+        m, tok, asyncio.run(plan_demonstrations(tok, train)), steps=args.sft_steps, lr=cfg.sft.lr, batch_size=32,
+        seed=cfg.seed))
+    return ov, model, tok, train, held, None
+
+
+def run_side(domain, k, ov, model, tok, train, held, sandbox, steps):
+    from posttrain.config import load_config
+    from posttrain.recipes.presets import load_preset
+    from posttrain.train.rl import build_state, run_eval, train_rl
+
+    import torch
+
+    base = load_preset("agent") if domain == "tools" else None
+    halved = k == "0h"  # K = 0 with the torch threads the async loop gives each side (half)
+    cfg = load_config(None, [*ov, f"rl.steps={steps}", f"rl.max_staleness={0 if halved else k}"], base=base)
+    threads = torch.get_num_threads()
+    with tempfile.TemporaryDirectory() as d:
+        st = build_state(cfg, Path(d), copy.deepcopy(model), tok, train, held, sandbox)
+        torch.set_num_threads(max(1, threads // 2) if halved else threads)
+        t0 = time.perf_counter()
+        asyncio.run(train_rl(st))
+        wall = time.perf_counter() - t0
+        torch.set_num_threads(threads)
+        res = asyncio.run(run_eval(st))
+        rows = st.metrics.read()
+        st.metrics.close(), st.store.close()
+    phases = {p.split("/")[1]: sum(r.get(p, 0.0) for r in rows) for p in PHASES}
+    return {"domain": domain, "k": k, "wall_s": wall, "steps": len(rows),
+            "samples": len(rows) * cfg.rl.prompts_per_step * cfg.rl.group_size, "phases": phases,
+            "pass@1": res.mean_over_domains(), "passed": res.passed,
+            "staleness_max": max((r.get("async/staleness", 0) for r in rows), default=0),
+            "offpolicy_kl_mean": sum(r.get("train/offpolicy/kl", 0.0) for r in rows) / max(1, len(rows)),
+            "reward_mean": sum(r["reward/mean"] for r in rows) / max(1, len(rows)),
+            "prompts_per_step": cfg.rl.prompts_per_step,
+            "per_step": [{"rollout_s": r["time/generate_s"] + r["time/verify_s"],
+                          "train_s": r["time/update_s"] + r["time/sync_s"]} for r in rows]}
+
+
+def paired(base, other):
+    from posttrain.eval.stats import mcnemar_exact
+
+    common = [t for t in base["passed"] if t in other["passed"]]
+    b = sum(base["passed"][t] and not other["passed"][t] for t in common)
+    c = sum(other["passed"][t] and not base["passed"][t] for t in common)
+    return {"fell": b, "rose": c, "p": mcnemar_exact(b, c), "n": len(common)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--domains", default="tools,code")
+    ap.add_argument("--ks", default="0,1,2")
+    ap.add_argument("--sft-steps", type=int, default=150)
+    ap.add_argument("--n-eval", type=int, default=60)
+    ap.add_argument("--json", default="benchmarks/results/async_rl.json")
+    ap.add_argument("--repeats", type=int, default=2, help="runs per K, interleaved; the median wall is reported")
+    ap.add_argument("--cache", default="", help="directory for the warm-up weights (reused when present)")
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(2)
+    cache = Path(args.cache) if args.cache else None
+    out = []
+    for domain in args.domains.split(","):
+        t0 = time.perf_counter()
+        ov, model, tok, train, held, sandbox = (_tools_setup if domain == "tools" else _code_setup)(args, cache)
+        print(f"[{domain}] warm-up {time.perf_counter() - t0:.0f}s", flush=True)
+        ks = [k if k == "0h" else int(k) for k in args.ks.split(",")]
+        runs = [run_side(domain, k, ov, model, tok, train, held, sandbox, args.steps)
+                for _ in range(args.repeats) for k in ks]  # interleaved: the host's load drifts
+        sides = []
+        for k in ks:
+            mine = [r for r in runs if r["k"] == k]
+            side = dict(mine[-1], walls=[r["wall_s"] for r in mine], wall_s=statistics.median(r["wall_s"] for r in mine))
+            side["phases"] = {p: statistics.median(r["phases"][p] for r in mine) for p in side["phases"]}
+            sides.append(side)
+        for s in sides:
+            s["speedup"] = sides[0]["wall_s"] / s["wall_s"]
+            s["vs_k0"] = paired(sides[0], s)
+            ph = s["phases"]
+            print(f"[{domain}] K={s['k']}: wall {s['wall_s']:.1f}s x{s['speedup']:.2f} samples {s['samples']} "
+                  f"pass@1 {s['pass@1']:.3f} (vs K=0: -{s['vs_k0']['fell']} +{s['vs_k0']['rose']} p={s['vs_k0']['p']:.2f}) | "
+                  + " ".join(f"{k} {v:.1f}" for k, v in ph.items()), flush=True)
+        out += sides
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "args": vars(args),
+                                           "sides": [{k: v for k, v in s.items() if k != "passed"} for s in out]}, indent=1))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+"""The run-config schema: one pydantic section per part of a run, each forbidding unknown keys.
+
+posttrain/config.py loads YAML and dotted overrides into `RunConfig` and re-exports every
+section, so `from posttrain.config import RLConfig` keeps working; the loader lives there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class TinyModelConfig(Section):
+    hidden_size: int = 128
+    intermediate_size: int = 384
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 4
+    max_position_embeddings: int = 256
+
+
+class TowerPretrainConfig(Section):
+    """Self-supervised pretraining of the tiny VLM's tower on the train images; see posttrain/train/tower_pretrain.py."""
+
+    steps: int = Field(default=800, ge=0)  # 0 skips it; a real checkpoint (model.path) always skips it
+    batch_size: int = Field(default=128, ge=1)
+    lr: float = Field(default=1.0e-3, gt=0.0)
+    mask_ratio: float = Field(default=0.5, ge=0.0, lt=1.0)  # share of patches hidden; their pixels must be inferred
+    stroke_weight: float = Field(default=4.0, ge=0.0)  # extra weight on pixels unlike their patch's background
+
+
+class TinyVisionConfig(Section):
+    """The tiny VLM's vision tower (SigLIP) and image budget; see posttrain/models/vlm.py."""
+
+    image_size: int = 32  # the processor resizes every image to image_size x image_size
+    patch_size: int = 8  # (image_size / patch_size)^2 image tokens per image
+    hidden_size: int = 64
+    intermediate_size: int = 128
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    max_image_side: int = 1024  # decoded images are shrunk to this long side before processing
+    pretrain: TowerPretrainConfig = TowerPretrainConfig()  # before the warm-up, when the run has train images
+
+
+class ModelConfig(Section):
+    path: str | None = None  # an HF causal-LM directory; None builds the tiny default
+    tiny: TinyModelConfig = TinyModelConfig()
+    vision: TinyVisionConfig | None = None  # set -> the tiny default is a VLM (LLaVA: SigLIP + tiny Llama)
+    dtype: str = "float32"
+
+
+class DomainConfig(Section):
+    weight: float = Field(default=1.0, ge=0.0)
+    n_train: int = Field(default=2000, ge=0)
+    n_eval: int = Field(default=200, ge=0)
+    difficulty: float = Field(default=1.0, ge=0.0)
+    args: dict[str, Any] = {}
+
+
+class TasksConfig(Section):
+    # Quickstart defaults, tuned for the tiny model on 2 cores (docs/benchmarks.md): operands
+    # 6..63 for arithmetic, slopes 2..12 and intercepts 0..59 for code.
+    domains: dict[str, DomainConfig] = {
+        "arithmetic": DomainConfig(difficulty=0.8, n_train=3000, n_eval=200),
+        "code": DomainConfig(difficulty=0.6, n_train=3000, n_eval=150),
+    }
+    eval_seed: int = 10_000  # held-out split: a disjoint generator seed
+    # Fraction of the training tasks whose oracle demonstrations feed the SFT warm-up; RL
+    # samples the rest. RL on tasks the SFT just memorised carries no signal for the skill.
+    sft_frac: float = Field(default=0.5, ge=0.0, le=1.0)
+    files: list[str] = []  # extra task files (JSONL/YAML)
+
+
+class SFTConfig(Section):
+    steps: int = Field(default=600, ge=0)
+    lr: float = Field(default=3e-3, gt=0.0)
+    batch_size: int = Field(default=64, ge=1)
+    warmup_steps: int = Field(default=10, ge=0)
+    # Quickstart warm-up only: stop once greedy pass@1 on a validation sample of the RL task
+    # pool (never the held-out split), mean over domains, reaches this; None = run all steps.
+    stop_at_pass: float | None = Field(default=None, gt=0.0, le=1.0)
+    check_every: int = Field(default=50, ge=1)  # SFT steps between validation checks
+    val_per_domain: int = Field(default=100, ge=1)  # validation tasks per domain
+    weight_decay: float = Field(default=0.0, ge=0.0)
+    max_len: int = Field(default=128, ge=2)
+    eval_every: int = Field(default=0, ge=0)
+    data: str | None = None  # JSONL of chat examples; None -> oracle demonstrations
+    pack: bool = False
+    eval_data: str | None = None  # JSONL held out for eval loss; None -> eval_frac of `data`
+    eval_frac: float = 0.1
+
+
+class LoraConfig(Section):
+    r: int = Field(default=8, ge=1)
+    alpha: int = Field(default=16, ge=1)
+    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    target_modules: list[str] = ["q_proj", "v_proj"]
+
+
+class TrainerConfig(Section):
+    """Machinery shared by the sft, dpo and rl recipes (posttrain/train/lora.py applies it)."""
+
+    lora: LoraConfig | None = None  # None -> full fine-tuning
+    gradient_checkpointing: bool = False
+    grad_accum: int = Field(default=1, ge=1)  # micro-batches per optimizer step
+    precision: str = "auto"  # auto -> bf16 autocast where the device has it, else fp32; or fp32 / bf16
+    # Sharded training (posttrain/train/sharded): N ranks, FSDP2 over dp = world_size / tp, TP over tp.
+    world_size: int = Field(default=1, ge=1)  # > 1: the command runs as N processes (or under torchrun)
+    tp: int = Field(default=1, ge=1)  # tensor-parallel degree; must divide world_size and the model's heads
+    timeout_s: float = Field(default=300.0, gt=0.0)  # every collective and every rank's heartbeat
+    mixed_precision: str = Field(default="auto", pattern="^(auto|bf16|fp32)$")  # FSDP2 policy; auto: bf16 on CUDA only
+
+
+class DPOConfig(Section):
+    loss: str = "sigmoid"  # a `dpo_loss` registry name: sigmoid | ipo
+    beta: float = Field(default=0.1, gt=0.0)
+    steps: int = Field(default=100, ge=0)
+    lr: float = Field(default=1e-4, gt=0.0)
+    batch_size: int = Field(default=16, ge=1)
+    max_len: int = Field(default=256, ge=2)
+    warmup_steps: int = Field(default=5, ge=0)
+    data: str | None = None  # JSONL pairs {prompt|messages, chosen, rejected}
+    from_run: str | None = None  # or: build pairs from this run's trajectories.sqlite
+    min_reward_gap: float = Field(default=0.5, ge=0.0)
+    eval_every: int = Field(default=0, ge=0)
+    eval_frac: float = Field(default=0.1, ge=0.0, lt=1.0)
+
+
+class InfraErrorConfig(Section):
+    """rl.infra_error: what an RL run does when too many verifications are infra errors (train/infra_guard.py)."""
+
+    window: int = Field(default=200, ge=1)  # the last N verifications looked at
+    threshold: float = Field(default=0.2, gt=0.0, le=1.0)  # infra-error share that trips the guard
+    min_samples: int = Field(default=50, ge=1)  # no verdict on fewer verifications
+    action: str = Field(default="warn", pattern="^(warn|stop)$")  # warn loudly, or stop the run (one line)
+
+
+class OffPolicyConfig(Section):
+    """rl.offpolicy: the correction for samples generated by older weights (train/offpolicy.py); used when rl.max_staleness > 0."""
+
+    name: str = "tis"  # an `offpolicy` registry name: none | tis | mis | icepop
+    args: dict[str, Any] = {}  # the correction's keyword arguments, e.g. {cap: 2.0} for tis, {low: 0.5, high: 2.0} for icepop
+    max_kl: float = Field(default=0.5, gt=0.0)  # trainer-vs-behaviour KL estimate that trips the guard
+    action: str = Field(default="warn", pattern="^(warn|stop)$")  # warn once per window, or stop the run (one line)
+
+
+class RLConfig(Section):
+    steps: int = Field(default=200, ge=0)
+    prompts_per_step: int = Field(default=16, ge=1)
+    group_size: int = Field(default=8, ge=1)
+    # benchmarks/vs_trl.py: 3e-5..1e-4 lifts both TRL and us; >= 5e-4 collapses both
+    lr: float = Field(default=3e-5, gt=0.0)
+    warmup_steps: int = Field(default=20, ge=0)  # linear LR warm-up: Adam's first steps are sign-like and large
+    loss: str = "dapo"  # a `loss` registry name
+    # Extra keyword arguments of the loss (e.g. {clip_eps: 3e-4} for gspo). Clip ranges left
+    # unset here and in clip_eps/clip_eps_high take the loss's own defaults.
+    loss_args: dict[str, Any] = {}
+    advantage: str = "group_norm"  # an `advantage` registry name
+    kl_coef: float = Field(default=0.0, ge=0.0)
+    kl_estimator: str = "k3"  # a `kl` registry name
+    # None -> the loss's own default (dapo 0.2 / 0.28, grpo 0.2 / 0.2, gspo 3e-4 / 4e-4)
+    clip_eps: float | None = Field(default=None, gt=0.0)
+    clip_eps_high: float | None = Field(default=None, gt=0.0)
+    temperature: float = Field(default=1.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_new_tokens: int = Field(default=24, ge=1)
+    update_epochs: int = Field(default=1, ge=1)
+    minibatches: int = Field(default=1, ge=1)
+    share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
+    prefix_layout: str = Field(default="auto", pattern="^(auto|kv|dense)$")  # train/prefix_kv.py: kv ~ G*L, dense ~ its square
+    dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)
+    max_grad_norm: float = Field(default=1.0, gt=0.0)
+    format_weight: float = Field(default=0.0, ge=0.0)  # extra reward weight of the format rule (gated anyway)
+    eval_every: int = Field(default=0, ge=0)
+    checkpoint_every: int = Field(default=10, ge=0)
+    keep_checkpoints: int = Field(default=2, ge=1)
+    infra_error: InfraErrorConfig = InfraErrorConfig()
+    # Asynchronous RL (train/async_rl/, docs/rl.md): batch s is generated with weights version
+    # v(s) - K while the trainer runs ahead; 0 = the synchronous loop, unchanged. Checked >= 0 in config_check.
+    max_staleness: int = 0
+    partial_rollouts: bool = False  # a sequence in flight continues under new weights (needs an engine that can)
+    offpolicy: OffPolicyConfig = OffPolicyConfig()
+
+    def loss_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for the loss: clip ranges that are set, then `loss_args` (wins)."""
+        clip = {k: v for k, v in (("clip_eps", self.clip_eps), ("clip_eps_high", self.clip_eps_high)) if v is not None}
+        return {**clip, "max_tokens": self.max_new_tokens, **self.loss_args}
+
+
+class EngineConfig(Section):
+    name: str = "fast"  # an `engine` registry name: fast | hf | vllm
+    args: dict[str, Any] = {}  # engine keyword arguments, e.g. {max_batch: 256, speculative: ngram}
+
+
+class SandboxConfig(Section):
+    # Per-execution limits come from each task's verifier (e.g. humaneval's wall_s), not from here.
+    concurrency: int = Field(default=0, ge=0)  # 0 -> number of cores
+    retries: int = Field(default=2, ge=0)
+
+
+class ScheduleConfig(Section):
+    policy: str = "uniform"
+    args: dict[str, Any] = {}
+
+
+class EvalConfig(Section):
+    # Held-out pass@1 is one sample per task at this temperature (seeded when > 0); 0 = greedy.
+    temperature: float = Field(default=0.0, ge=0.0)
+    seed: int = 1234
+    max_new_tokens: int = Field(default=24, ge=1)
+
+
+class AgentRecipeConfig(Section):
+    """`posttrain quickstart --agent` (recipes/agent.py): the calculator-product tasks of the
+    `tools` domain, an SFT warm-up on oracle plans that stops on a measured level, then SFT on a
+    base model's habits, then RL for a wall-clock budget. SFT steps and lr come from `sft`."""
+
+    n_train: int = Field(default=2000, ge=1)
+    n_eval: int = Field(default=200, ge=1)
+    val_tasks: int = Field(default=50, ge=1)  # validation tasks, from the training pool (never held-out)
+    stop_at: float | None = Field(default=0.9, gt=0.0, le=1.0)  # stop the warm-up at this validation completion
+    check_every: int = Field(default=25, ge=1)
+    restart_after: int = Field(default=500, ge=1)  # re-initialise if no validation task is solved by this step
+    restarts: int = Field(default=2, ge=0)
+    reread: float = Field(default=0.5, ge=0.0, le=1.0)  # share of warm-up plans that re-read the question first
+    habits: list[float] | None = Field(default=[0.9, 0.3, 0.3], min_length=3, max_length=3)  # GUESS_SMALL, GUESS_LARGE, RECHECK (agent_tasks.habit_tasks)
+    habit_steps: int = Field(default=300, ge=0)
+    habit_lr: float = Field(default=1e-3, gt=0.0)
+    habit_min_copy: float = Field(default=0.8, ge=0.0, le=1.0)  # and completion when it calls >= this
+    habit_stop_band: list[float] = Field(default=[0.3, 0.7], min_length=2, max_length=2)  # stop the habit SFT when the tool-call share is in [lo, hi]
+    rl_minutes: float = Field(default=5.0, gt=0.0)  # RL wall-clock budget (rl.steps caps the steps)
+    step_samples: int = Field(default=4, ge=1)  # sampled episodes per held-out task for the steps comparison
+
+
+class ExternalAgentConfig(Section):
+    """An agent process per episode behind the token-capturing proxy (rollout/agent/external.py, docs/serve.md)."""
+
+    command: str | None = None  # shell command, e.g. "python examples/agents/react_agent.py"
+    entry: str | None = None  # or a Python entry point "package.module:function"
+    timeout_s: float = Field(default=0.0, ge=0.0)  # per episode; 0 -> the task's limits.timeout_s
+    max_calls: int = Field(default=0, ge=0)  # model calls per episode; 0 -> the task's limits.max_steps
+    env: dict[str, str] = {}  # extra environment for the agent process
+
+    def model_post_init(self, _: Any) -> None:
+        if (self.command is None) == (self.entry is None):
+            raise ValueError("agent.external needs exactly one of command or entry")
+
+
+class AgentConfig(Section):
+    """Multi-step episodes (tasks with limits.max_steps > 1): budgets and reward shaping."""
+
+    step_weight: float = 0.1  # bonus * (1 - steps / max_steps), on solved episodes only
+    malformed_penalty: float = 0.1  # subtracted per malformed tool call
+    obs_max_chars: int = 2000  # observations are truncated to this, with a marker
+    token_budget: int = 0  # whole conversation; 0 -> the engine's context
+    time_budget_s: float = 0.0  # per episode; 0 -> the task's limits.timeout_s
+    concurrency: int = 64  # episodes (and sandbox sessions) alive at once
+    retries: int = 1  # re-runs of an episode whose sandbox failed
+    recipe: AgentRecipeConfig = AgentRecipeConfig()  # used only by `posttrain quickstart --agent`
+    external: ExternalAgentConfig | None = None  # set -> multi-step tasks run this agent through the proxy
+
+
+class ClusterConfig(Section):
+    """Ray scale-out (posttrain/distributed): used only when `address` is set."""
+
+    address: str | None = None  # "auto", "127.0.0.1:6379" or "ray://head:10001"; None -> all in-process
+    rollout_workers: int = 2  # actors holding `fast` engines
+    worker_cpus: float = 1.0  # Ray CPUs (and torch threads) per rollout worker
+    staleness: int = 0  # a worker more than this many weight versions behind is refreshed before work
+    weight_sync: str = "object_store"  # or "collective": torch.distributed broadcast (needs staleness 0)
+    collective_backend: str = "auto"  # auto -> nccl with CUDA, else gloo
+    pool_concurrency: int = 0  # sandbox slots per node; 0 -> the node's CPUs
+    warm_slots: int = 0  # warm sandbox slots each pool starts before its first request
+    start_jitter_s: float = 1.0  # pool start-ups spread over this window
+    call_timeout_s: float = 60.0  # every remote call (plus the execution's own wall limit)
+    generate_timeout_s: float = 600.0  # one worker's share of a generation batch
+    queue_timeout_s: float = 600.0  # global admission wait for a free sandbox slot
+    max_resubmits: int = 3  # re-runs of work whose node or actor died
+    actor_concurrency: int = 1000  # calls one pool actor serves at once (its pool bounds real work)
+    queue_per_slot: int = 2  # executions sent ahead per sandbox slot, queued in the node's pool: no idle round trips
+    exec_batch: int = 32  # executions to one node coalesced into one remote call (1 = a call each)
+    sandbox_resource: str | None = None  # place pools only on nodes with this custom resource
+    rollout_resource: str | None = None  # place rollout workers only on nodes with this custom resource
+
+
+class LogConfig(Section):
+    """Where metrics go besides metrics.jsonl: registered trackers (posttrain/store/trackers)."""
+
+    trackers: list[str] = ["tensorboard"]  # tensorboard | wandb (offline) | mlflow (local files) | trackio
+    project: str = "posttrain"  # the tracker's project / experiment name
+    detect_every: int = Field(default=10, ge=0)  # RL steps between reward-hacking detector runs; 0 = off
+
+
+class RunConfig(Section):
+    name: str = "run"
+    seed: int = 0
+    out_dir: str = "runs"
+    model: ModelConfig = ModelConfig()
+    tasks: TasksConfig = TasksConfig()
+    sft: SFTConfig = SFTConfig()
+    rl: RLConfig = RLConfig()
+    dpo: DPOConfig = DPOConfig()
+    trainer: TrainerConfig = TrainerConfig()
+    engine: EngineConfig = EngineConfig()
+    sandbox: SandboxConfig = SandboxConfig()
+    schedule: ScheduleConfig = ScheduleConfig()
+    eval: EvalConfig = EvalConfig()
+    cluster: ClusterConfig = ClusterConfig()
+    agent: AgentConfig = AgentConfig()
+    log: LogConfig = LogConfig()
+    threads: int = Field(default=0, ge=0, description="torch threads; 0 -> all cores")
+    plugins: list[str] = []  # .py files defining extra domains/verifiers/losses, imported before validation

@@ -1,0 +1,1 @@
+"""Engine backends other than `fast`: `hf` (the reference) and the optional `vllm`."""

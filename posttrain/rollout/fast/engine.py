@@ -1,0 +1,374 @@
+"""`fast`: the default engine. Our own forward, paged prefix cache, continuous batching.
+
+    eng = FastEngine(model, tokenizer, max_batch=256, speculative="ngram")
+    outs = eng.generate([GenRequest(ids, SamplingParams(temperature=1.0, n=8))])
+    conv = eng.conversation(ids); conv.generate(params); conv.append(tool_ids)  # multi-turn
+
+Each `generate` call runs one scheduling loop: waiting samples are admitted into free
+lanes at every step (a request's n samples prefill their prompt once, prefill.py),
+all running lanes decode together (or speculate, speculative.py), and finished samples
+leave at once (EOS, max tokens, stop string, deadline), their slot refilled the next step.
+Sampling parameters and seeds are per request (sampling.py). Bad requests (prompt longer
+than the context, empty prompt, token ids outside the vocabulary, non-finite sampling
+parameters) come back as a Completion with finish_reason "error", never failing the batch.
+
+Architectures: Llama (incl. tied, SmolLM2), Mistral, Qwen2, Qwen3 and Gemma 3 text models
+(arch.py); any other config is refused at construction with a ModelError naming the
+feature, and `fast_model.check_supported(config_json_dict)` gives the same line up front.
+
+Limits: one process, one device; a step is never preempted, so a deadline is honoured at
+step granularity. The KV of a prompt shared across calls is reused only while the
+weights are unchanged (load_weights clears the store). On GPU, `cuda_graphs=True` pads
+the decode batch to buckets and compiles the decode step (torch.compile,
+"reduce-overhead"); it is exercised only by tests marked `gpu`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from posttrain.errors import ConfigError, ModelError
+from posttrain.models.vlm import model_name
+from posttrain.registry import engine, registry
+from posttrain.rollout.engine import Completion, GenRequest
+from posttrain.rollout.fast.model import FastLM, check_supported
+from posttrain.rollout.fast.prefill import PrefillStats, prefill
+from posttrain.rollout.fast.seq import Finisher, Seq
+from posttrain.rollout.tokenizer_checks import stop_token_ids
+from posttrain.rollout.fast.vision import ImageEncoder, is_vlm
+from posttrain.rollout.fast.kv_cache import PagedStore
+from posttrain.rollout.fast.sampling import RowParams, sample
+from posttrain.rollout.fast import speculative as _speculators# noqa: F401  registers 'ngram', 'draft'
+from posttrain.rollout.vision import text_only_error
+from posttrain.rollout.weight_sync import SyncReport, WeightSyncError, install
+
+
+@dataclass
+class _Waiting:
+    req: int
+    samples: list[int]  # sample indices not yet admitted
+    deadline: float | None
+
+
+@engine("fast")
+class FastEngine:
+    # config.json dict -> None, or the one line saying what `fast` cannot run (config_check calls it at load)
+    unsupported_reason = staticmethod(check_supported)
+
+    def __init__(self, model: Any, tokenizer: Any, max_batch: int = 256, max_model_len: int | None = None,
+                 block_size: int = 16, cache_mb: float = 64.0, cache_outputs: bool = True,
+                 speculative: str | None = None, num_draft: int = 4, draft_model: Any = None, ngram_max: int = 3,
+                 device: str | None = None, dtype: str | None = None, cuda_graphs: bool = False,
+                 prefill_tokens: int = 8192, seed: int = 0, ignore_eos: bool = False,
+                 static_decode: bool = False) -> None:
+        eos = getattr(tokenizer, "eos_token_id", None)
+        if eos is None:
+            raise ModelError("tokenizer has no EOS token (eos_token_id is None): generation could never stop; "
+                             "set tokenizer.eos_token before building the engine")
+        for name, val in (("max_batch", max_batch), ("block_size", block_size), ("num_draft", num_draft),
+                          ("ngram_max", ngram_max), ("prefill_tokens", prefill_tokens)):
+            if not isinstance(val, int) or val < 1:
+                raise ConfigError(f"engine.args.{name} must be an integer >= 1, got {val!r}")
+        tdtype = getattr(torch, dtype) if dtype else None
+        self.lm = FastLM.from_hf(model, tdtype, device, max_len=max_model_len)  # ModelError if unsupported
+        self.tok = tokenizer
+        # EOS, generation_config EOS ids and the chat template's end-of-turn token (tokenizer_checks.py)
+        self.finisher = Finisher(tokenizer, set() if ignore_eos else stop_token_ids(tokenizer, model))
+        s = self.lm.shape
+        self.max_len = min(s.max_pos, max_model_len or s.max_pos)
+        self.max_batch, self.prefill_tokens, self.cache_outputs = max_batch, prefill_tokens, cache_outputs
+        per_block = 2 * s.layers * s.kv_heads * block_size * s.head_dim * self.lm.embed.element_size()
+        self.store = PagedStore(s.layers, s.kv_heads, s.head_dim, max(1, int(cache_mb * 2**20 // per_block)),
+                                block_size, self.lm.dtype, self.lm.device)
+        self.vision = ImageEncoder.from_hf(model) if is_vlm(model) else None  # LLaVA-style VLM: images
+        self._views = {**self.lm.views, **(self.vision.views if self.vision else {})}
+        self._model_name = model_name(model)  # named in the error for an image prompt to a text-only model
+        self._feats: dict[int, torch.Tensor] = {}  # request index -> image features, this generate call
+        self.spec = None
+        if speculative is not None and self.vision is not None:
+            raise ConfigError("speculative decoding is not supported with a vision-language model in the fast engine")
+        if speculative is not None:
+            self.spec = registry("speculator").get(speculative)(
+                self, num_draft=num_draft, draft_model=draft_model, ngram_max=ngram_max)
+        self._static = None  # StaticDecoder when CUDA graphs are on (cuda.py)
+        self._static_opts = (cuda_graphs and self.lm.device.type == "cuda") or static_decode
+        self._rng = random.Random(seed)
+        self.weights_version = 0
+        self.last_sync: SyncReport | None = None
+        self.lanes = None
+        self.active: list[Seq] = []
+        self._rp: RowParams | None = None
+        self._shared = None  # per-row shared-prompt lanes for the fused CPU decode; None = recompute
+        self._groups = 0  # kv_group ids handed out
+        self.prefill_stats = PrefillStats()
+        self.counters = dict(decode_steps=0, decode_s=0.0, tokens=0, prefill_s=0.0)
+        self._conversations: set[Any] = set()
+        self._lock = threading.Lock()  # generate/load_weights may be called from worker threads
+
+    # ---- public API -----------------------------------------------------------------------
+    def generate(self, requests: Sequence[GenRequest]) -> list[Completion]:
+        with self._lock:  # one scheduling loop at a time: lanes and the store are shared state
+            return self._generate(requests)
+
+    def _generate(self, requests: Sequence[GenRequest]) -> list[Completion]:
+        if self.weights_version < 0:
+            raise WeightSyncError("engine weights are invalid after a failed sync; reload them with load_weights")
+        t0 = time.monotonic()
+        done: dict[tuple[int, int], Completion] = {}
+        queue: deque[_Waiting] = deque()
+        self._feats = {}
+        for i, r in enumerate(requests):
+            err = self._check(r) or (self._encode_images(i, r) if r.images else "")
+            if err:
+                for k in range(r.params.n):
+                    done[(i, k)] = Completion(r.id, k, (), (), "", "error", err)
+            else:
+                dl = None if r.deadline_s is None else t0 + r.deadline_s
+                queue.append(_Waiting(i, list(range(r.params.n)), dl))
+        if queue:
+            self._ensure_lanes(requests, queue)
+        self._seeds = {w.req: (requests[w.req].params.seed if requests[w.req].params.seed is not None
+                               else self._rng.getrandbits(62)) for w in queue}
+        while queue or self.active:
+            self._expire(queue, requests, done)
+            self._admit(queue, requests, done)
+            if self.active:
+                self._step(done)
+        return [done[(i, k)] for i, r in enumerate(requests) for k in range(r.params.n)]
+
+    def load_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None = None
+                     ) -> SyncReport:
+        """Install HF-named `state` as `version`, verify every tensor, drop stale KV."""
+        with self._lock:
+            return self._load_weights(state, version, manifest)
+
+    def _load_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None
+                      ) -> SyncReport:
+        try:
+            rep = install(self._views, state, version, manifest,
+                          tied=("lm_head.weight", self.lm.prefix + "embed_tokens.weight") if self.lm.tied else None)
+        except WeightSyncError:
+            self.weights_version = -1  # partially installed: refuse to generate until a full reload
+            raise
+        self.store.clear()
+        for c in list(self._conversations):
+            c._invalidate()
+        self.weights_version = version
+        self.last_sync = rep
+        return rep
+
+    def conversation(self, prompt_ids: Sequence[int] = ()) -> Any:
+        from posttrain.rollout.fast.session import Conversation
+
+        return Conversation(self, prompt_ids)
+
+    def stats(self) -> dict[str, float]:
+        c = dict(self.counters)
+        c["prefix_cache_hit_rate"] = self.prefill_stats.hit_rate
+        c["prompt_tokens"] = self.prefill_stats.prompt_tokens
+        c["prefill_computed_tokens"] = self.prefill_stats.computed_tokens
+        c.update({f"store_{k}": v for k, v in self.store.stats.as_dict().items()})
+        if self.spec is not None:
+            c.update(self.spec.stats())
+        if self.last_sync is not None:
+            c["sync_s"] = self.last_sync.total_s
+        return c
+
+    # ---- validation and setup -------------------------------------------------------------
+    def _check(self, r: GenRequest) -> str:
+        p, n = r.params, len(r.prompt_ids)
+        if n == 0:
+            return "empty prompt: at least one token is needed to condition on"
+        if r.images and self.vision is None:
+            return text_only_error(r, self._model_name)
+        if n >= self.max_len:
+            return f"prompt of {n} tokens does not fit the context of {self.max_len} tokens (needs room for 1 new)"
+        bad = [t for t in r.prompt_ids if not 0 <= t < self.lm.shape.vocab]
+        if bad:
+            return f"prompt token id {bad[0]} is outside the vocabulary [0, {self.lm.shape.vocab})"
+        if not (math.isfinite(p.temperature) and p.temperature >= 0):
+            return f"temperature must be a finite number >= 0, got {p.temperature}"
+        if not (math.isfinite(p.top_p) and 0 < p.top_p <= 1):
+            return f"top_p must be in (0, 1], got {p.top_p}"
+        if p.top_k < 0 or p.max_new_tokens < 1 or p.n < 1:
+            return f"top_k must be >= 0, max_new_tokens >= 1 and n >= 1, got {p.top_k}, {p.max_new_tokens}, {p.n}"
+        if any(not s for s in p.stop):
+            return "stop strings must be non-empty"
+        return ""
+
+    def _ensure_lanes(self, requests: Sequence[GenRequest], queue: deque) -> None:
+        slack = (self.spec.lookahead + 1) if self.spec is not None else 1
+        need_len = max(min(len(requests[w.req].prompt_ids) + requests[w.req].params.max_new_tokens, self.max_len)
+                       for w in queue) + slack
+        need_n = min(self.max_batch, sum(len(w.samples) for w in queue))
+        if self.lanes is None or self.lanes.n < need_n or self.lanes.cap < need_len:
+            n = max(need_n, self.lanes.n if self.lanes else 0)
+            cap = max(need_len, self.lanes.cap if self.lanes else 0)
+            if self._static_opts:
+                from posttrain.rollout.fast.cuda import StaticDecoder, bucket
+
+                n = bucket(n, 1 << 30)
+            self.lanes = self.lm.new_lanes(n, cap)
+            if self._static_opts:
+                self._static = StaticDecoder(self, compile=self.lm.device.type == "cuda")
+            if self.spec is not None:
+                self.spec.resize(n, cap)
+
+    # ---- scheduling -----------------------------------------------------------------------
+    def _expire(self, queue: deque, requests: Sequence[GenRequest], done: dict) -> None:
+        now = time.monotonic()
+        for w in list(queue):
+            if w.deadline is not None and now >= w.deadline:
+                queue.remove(w)
+                for k in w.samples:
+                    done[(w.req, k)] = Completion(requests[w.req].id, k, (), (), "", "deadline")
+
+    def _admit(self, queue: deque, requests: Sequence[GenRequest], done: dict) -> None:
+        """Move waiting samples into free lanes; prefill each admitted prompt once."""
+        free = min(self.lanes.n, self.max_batch) - len(self.active)
+        chunks: list[tuple[_Waiting, list[int]]] = []
+        budget = self.prefill_tokens
+        while queue and free > 0 and (not chunks or budget >= len(requests[queue[0].req].prompt_ids)):
+            w = queue[0]
+            take = w.samples[:free]
+            del w.samples[:free]
+            if not w.samples:
+                queue.popleft()
+            chunks.append((w, take))
+            free -= len(take)
+            budget -= len(requests[w.req].prompt_ids)
+        if not chunks:
+            return
+        t0 = time.perf_counter()
+        row0 = len(self.active)
+        prompts = [tuple(requests[w.req].prompt_ids) for w, _ in chunks]
+        images = [(self.vision.image_token_id, self._feats[w.req]) if w.req in self._feats else None for w, _ in chunks]
+        logits = prefill(self.lm, self.lanes, self.store, prompts, [len(t) for _, t in chunks], row0,
+                         self.prefill_stats, images)  # [R, V]
+        new: list[Seq] = []
+        for (w, take), p in zip(chunks, prompts):
+            r = requests[w.req]
+            self._groups += 1  # this chunk's lanes got their prompt KV from one scratch row
+            for k in take:
+                new.append(Seq(w.req, k, r.id, p, r.params, self._seeds[w.req], w.deadline,
+                               min(r.params.max_new_tokens, self.max_len - len(p)), pos=len(p), draft_pos=len(p),
+                               kv_group=self._groups, images=bool(r.images)))
+        rows = torch.repeat_interleave(torch.arange(len(chunks)), torch.tensor([len(t) for _, t in chunks]))
+        rp = self._row_params(new)
+        tok, lp = self._sample(logits[rows.to(logits.device)], rp, torch.tensor([s.pos for s in new], device=logits.device))
+        if self.spec is not None:
+            self.spec.admit(new, row0, prompts, [len(t) for _, t in chunks])
+        self.active.extend(new)
+        self._rp = self._shared = None
+        self.counters["prefill_s"] += time.perf_counter() - t0
+        self._push([(s, [t], [l]) for s, t, l in zip(new, tok.tolist(), lp.tolist())], done)
+
+    def _step(self, done: dict) -> None:
+        t0 = time.perf_counter()
+        if self.spec is not None:
+            emitted = self.spec.step(self.active)
+        else:
+            emitted = self._decode()
+        self.counters["decode_steps"] += 1
+        self.counters["decode_s"] += time.perf_counter() - t0
+        self._push(emitted, done)
+
+    def _decode(self) -> list[tuple[Seq, list[int], list[float]]]:
+        act = self.active
+        dev = self.lm.device
+        tokens = torch.tensor([s.last for s in act], device=dev)[:, None]  # [n, 1]
+        start = torch.tensor([s.pos for s in act], device=dev)  # [n]
+        if self._static is not None:
+            logits = self._static.logits(tokens, start)
+        else:
+            logits = self.lm.logits(self.lm.forward(tokens, start, self.lanes, shared=self.shared_prefix())[:, 0])
+        sampler = self._static.sample if self._static is not None else self._sample
+        tok, lp = sampler(logits, self.row_params(), start + 1)
+        out = []
+        for s, t, l in zip(act, tok.tolist(), lp.tolist()):
+            s.pos += 1
+            out.append((s, [t], [l]))
+        return out
+
+    def _push(self, emitted: list[tuple[Seq, list[int], list[float]]], done: dict) -> None:
+        """Record emitted tokens; retire finished lanes, compacting the survivors downwards."""
+        now = time.monotonic()
+        finished = []
+        push, n = self.finisher.push, 0
+        for s, toks, lps in emitted:
+            n += len(toks)
+            if push(s, toks, lps, now):
+                finished.append(s)
+            else:
+                s.last = s.out[-1]
+        self.counters["tokens"] += n
+        if not finished:
+            return
+        index = {id(s): i for i, s in enumerate(self.active)}
+        for i in sorted((index[id(s)] for s in finished), reverse=True):
+            s = self.active[i]
+            if self.cache_outputs and s.params.n == 1 and not s.images:  # a turn that may be continued
+                self.store.insert(s.tokens[: s.pos], self.lanes.k, self.lanes.v, i)
+            done[(s.req, s.sample)] = self.finisher.render(s)
+            last = len(self.active) - 1
+            if i != last:
+                self.lanes.move(last, i)
+                if self.spec is not None:
+                    self.spec.move(last, i)
+                self.active[i] = self.active[last]
+            self.active.pop()
+        self._rp = self._shared = None
+
+    def shared_prefix(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per active row: the first active lane of its kv_group (whose prompt KV is a bit-identical
+        copy of the row's own), the prompt length, and a visiting order with each group's rows
+        together; recomputed only when the active set changes."""
+        if self._shared is None:
+            first: dict[int, int] = {}
+            src, shared = [], []
+            for i, s in enumerate(self.active):
+                src.append(first.setdefault(s.kv_group, i) if s.kv_group >= 0 else i)
+                shared.append(len(s.prompt) if s.kv_group >= 0 else 0)
+            src_t = torch.tensor(src, dtype=torch.int64)
+            self._shared = (src_t, torch.tensor(shared, dtype=torch.int64), torch.argsort(src_t, stable=True))
+        return self._shared
+
+    def _encode_images(self, i: int, r: GenRequest) -> str:
+        """Image features of request i for its prefill, or an error naming the request."""
+        try:
+            feats = self.vision.features(r.images, self.lm.dtype, self.lm.device)
+        except Exception as e:  # noqa: BLE001 - a bad image input fails its request, never the batch
+            return f"request {r.id}: image inputs could not be encoded ({type(e).__name__}: {e})"
+        slots = sum(t == self.vision.image_token_id for t in r.prompt_ids)
+        if slots != feats.shape[0]:
+            return f"request {r.id}: {slots} image placeholder tokens but the images give {feats.shape[0]} features"
+        self._feats[i] = feats
+        return ""
+
+    def _sample(self, logits: torch.Tensor, rp: RowParams, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`sample`, except that a VLM never samples its image placeholder (it would have no pixels
+        behind it in training); logprobs stay those of the raw logits, as the trainer recomputes."""
+        if self.vision is None:
+            return sample(logits, rp, pos)
+        masked = logits.clone()
+        masked[:, self.vision.image_token_id] = float("-inf")
+        tok, _ = sample(masked, rp, pos)
+        return tok, logits.log_softmax(-1).gather(-1, tok[:, None])[:, 0]
+
+    def row_params(self) -> RowParams:
+        if self._rp is None:
+            self._rp = self._row_params(self.active)
+        return self._rp
+
+    def _row_params(self, seqs: list[Seq]) -> RowParams:
+        return RowParams.build([s.params.temperature for s in seqs], [s.params.top_p for s in seqs],
+                               [s.params.top_k for s in seqs], [s.seed for s in seqs], [s.sample for s in seqs],
+                               self.lm.device)

@@ -1,0 +1,128 @@
+"""The FastAPI application: OpenAI routes, health, metrics, hot reload, the agent proxy.
+
+    app = build_app(state)            # state: service.ServeState
+    uvicorn.run(app, host="127.0.0.1", port=8000)
+
+Every error is OpenAI's JSON shape (`{"error": {"message", "type", "param", "code"}}`)
+with a 4xx status for the client's mistakes: malformed JSON, wrong field types, unknown
+model, a prompt longer than the context (400, `context_length_exceeded`), a body over
+`protocol.MAX_BODY` bytes (413), a missing or wrong API key (401), an unknown route (404).
+With `state.api_key` set, every route but `/health` needs `Authorization: Bearer KEY`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from posttrain.serve.protocol import ApiError, ChatRequest, CompletionRequest, WeightsRequest, parse
+from posttrain.serve.protocol import read_body as _body
+
+
+
+def _error(e: ApiError) -> JSONResponse:
+    return JSONResponse(e.body(), status_code=e.status)
+
+
+def build_app(state: Any) -> FastAPI:
+    from posttrain.serve.metrics import Throughput, render
+
+    app = FastAPI(title="posttrain serve", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.serve = state
+    rate = Throughput()
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Any) -> Any:
+        path = request.url.path
+        if path != "/health":
+            state.counters["requests"] += 1
+            if state.api_key is not None:
+                got = request.headers.get("authorization", "")
+                if not hmac.compare_digest(got.encode(), f"Bearer {state.api_key}".encode()):
+                    state.counters["errors_4xx"] += 1
+                    return _error(ApiError(401, "missing or incorrect API key: send Authorization: Bearer KEY",
+                                           kind="authentication_error", code="invalid_api_key"))
+        try:
+            resp = await call_next(request)
+        except ApiError as e:  # raised before the route's own handling (rare)
+            resp = _error(e)
+        if 400 <= resp.status_code < 500:
+            state.counters["errors_4xx"] += 1
+        return resp
+
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, e: ApiError) -> JSONResponse:
+        return _error(e)
+
+    @app.exception_handler(Exception)
+    async def server_error(_: Request, e: Exception) -> JSONResponse:  # a bug answers as JSON, the server stays up
+        return _error(ApiError(500, f"internal error: {type(e).__name__}: {e}", kind="server_error"))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, e: StarletteHTTPException) -> JSONResponse:
+        kind = "not_found_error" if e.status_code == 404 else "invalid_request_error"
+        return _error(ApiError(e.status_code, str(e.detail), kind=kind))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, e: RequestValidationError) -> JSONResponse:
+        return _error(ApiError(400, f"invalid request: {e.errors()[0].get('msg', 'bad value')}"))
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok" if state.engine.weights_version >= 0 else "weights_invalid",
+                "model": state.model_name, "weights_version": state.engine.weights_version}
+
+    @app.get("/metrics")
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(render(state, rate.update(time.monotonic(), state.loop.tokens_out)),
+                                 media_type="text/plain; version=0.0.4")
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": state.model_name, "object": "model", "created": state.created,
+                                            "owned_by": "posttrain"}]}
+
+    @app.get("/v1/models/{name}")
+    async def model(name: str) -> dict[str, Any]:
+        state.check_model(name)
+        return {"id": state.model_name, "object": "model", "created": state.created, "owned_by": "posttrain"}
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Any:
+        from posttrain.serve.chat_route import chat_response
+
+        body = parse(ChatRequest, await _body(request))
+        state.check_model(body.model)
+        prompt = state.fmt.prompt_ids(body.messages, body.tools if body.tool_choice != "none" else None)
+        return await chat_response(state, body, prompt)
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> Any:
+        from posttrain.serve.completion_route import completion_response
+
+        body = parse(CompletionRequest, await _body(request))
+        state.check_model(body.model)
+        return await completion_response(state, body)
+
+    @app.post("/admin/weights")
+    async def weights(request: Request) -> Any:
+        from posttrain.rollout.weight_sync import WeightSyncError
+        from posttrain.serve.weights import reload_weights
+
+        body = parse(WeightsRequest, await _body(request))
+        try:
+            return await reload_weights(state, body)
+        except WeightSyncError as e:  # verification failed after copying: the engine refuses to serve
+            return JSONResponse(ApiError(500, str(e), kind="server_error", code="weights_invalid").body(), 500)
+
+    if state.episodes is not None:
+        from posttrain.serve.capture import add_episode_routes
+
+        add_episode_routes(app, state)
+    return app

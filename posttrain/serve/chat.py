@@ -1,0 +1,154 @@
+"""OpenAI chat messages <-> token ids, and OpenAI `tool_calls` <-> the project's tool-call text.
+
+    fmt = ChatFormat(tokenizer)
+    ids = fmt.prompt_ids(req.messages, req.tools)     # the chat template, applied once
+    msg, finish = fmt.reply_message(text, req.tools, "stop", call_id)   # tool_calls parsed
+
+An assistant message with `tool_calls` is rendered as the project's canonical call text
+(`<tool_call>{"name":..,"arguments":{..}}</tool_call>`, toolcall.py) so the model sees
+its own format; `tool` messages keep the role `tool`. The `tools` list goes to the
+template as `tools=` (templates without tool support ignore it: the model then knows the
+tools only from the conversation, as in the native agent loop). A reply that parses as a
+call to one of the request's tools becomes `tool_calls` with finish_reason "tool_calls";
+a malformed call stays plain content (the model's text, unchanged).
+
+Limits: one call per reply (the project's strict format); content parts other than text
+are refused by the protocol.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping, Sequence
+
+from posttrain.rollout.agent.toolcall import OPEN, ToolCallError, format_tool_call, parse_tool_call
+from posttrain.serve.protocol import ApiError, ChatMessage, ToolSpec
+
+
+def cut_stop(text: str, stops: Sequence[str]) -> str:
+    cuts = [text.index(s) for s in stops if s in text]
+    return text[: min(cuts)] if cuts else text
+
+
+def call_id(seed: str) -> str:
+    return "call_" + hashlib.blake2b(seed.encode(), digest_size=12).hexdigest()
+
+
+class ChatFormat:
+    def __init__(self, tokenizer: Any, stop_ids: Any = ()) -> None:
+        self.tok = tokenizer
+        self.stop_ids = {i for i in (tokenizer.eos_token_id, *stop_ids) if i is not None}  # the engine's end-of-turn ids
+        self.skip = self.stop_ids | ({tokenizer.pad_token_id} if tokenizer.pad_token_id is not None else set())
+
+    # ---- requests -> ids ------------------------------------------------------------------
+    def template_messages(self, msgs: Sequence[ChatMessage]) -> list[dict[str, str]]:
+        out = []
+        for m in msgs:
+            role = "system" if m.role == "developer" else m.role
+            text = m.text()
+            if m.role == "assistant" and m.tool_calls:
+                text += "".join(format_tool_call(c.function.name, _args(c.function.arguments)) for c in m.tool_calls)
+            out.append({"role": role, "content": text})
+        return out
+
+    def render(self, msgs: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None, generation: bool = True) -> str:
+        if getattr(self.tok, "chat_template", None) is None:
+            raise ApiError(400, "this model has no chat template: use /v1/completions", code="no_chat_template")
+        kwargs = {"tools": [t.model_dump() for t in tools]} if tools else {}
+        try:
+            return self.tok.apply_chat_template(self.template_messages(msgs), add_generation_prompt=generation,
+                                                tokenize=False, **kwargs)
+        except Exception as e:  # noqa: BLE001  a template that rejects the conversation (role order...)
+            raise ApiError(400, f"the chat template rejected the messages: {type(e).__name__}: {e}") from None
+
+    def encode(self, text: str) -> tuple[int, ...]:
+        return tuple(self.tok(text, add_special_tokens=False)["input_ids"])
+
+    def prompt_ids(self, msgs: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None) -> tuple[int, ...]:
+        return self.encode(self.render(msgs, tools))
+
+    # ---- ids -> replies -------------------------------------------------------------------
+    def reply_text(self, ids: Sequence[int]) -> str:
+        """The reply with tool-call markers kept (special tokens other than EOS/pad)."""
+        return self.tok.decode([t for t in ids if t not in self.skip], skip_special_tokens=False)
+
+    def token_text(self, t: int) -> str:
+        return self.tok.decode([t], skip_special_tokens=False)
+
+    def reply_message(self, text: str, tools: Sequence[ToolSpec] | None, tool_choice: Any, finish: str,
+                      seed: str) -> tuple[dict[str, Any], str]:
+        """The assistant message of `text` and its finish_reason (OpenAI's names)."""
+        finish = "length" if finish == "length" else "stop"
+        call = None
+        if tools and tool_choice != "none" and finish == "stop":
+            try:
+                call = parse_tool_call(text, {t.function.name: t.function.parameters for t in tools})
+            except ToolCallError:
+                call = None
+        if call is None:
+            return {"role": "assistant", "content": text}, finish
+        before = text[: text.find(OPEN)].strip()
+        tc = {"id": call_id(seed), "type": "function",
+              "function": {"name": call.name, "arguments": json.dumps(plain(call.arguments), ensure_ascii=False)}}
+        return {"role": "assistant", "content": before or None, "tool_calls": [tc]}, "tool_calls"
+
+
+def plain(obj: Any) -> Any:
+    """JSON-ready copy of a frozen value (ToolCall.arguments holds mappingproxies and tuples)."""
+    if isinstance(obj, Mapping):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    return obj
+
+
+def _args(arguments: str) -> dict[str, Any]:
+    try:
+        val = json.loads(arguments)
+    except json.JSONDecodeError:
+        raise ApiError(400, f"tool_calls arguments must be a JSON object string, got {arguments[:40]!r}",
+                       param="messages") from None
+    if not isinstance(val, dict):
+        raise ApiError(400, "tool_calls arguments must encode a JSON object", param="messages")
+    return val
+
+
+class TextStream:
+    """Incremental text of a growing reply for SSE: holds back what a later token may change
+    (a partial UTF-8 character, a possible stop-string prefix, a tool call being written)."""
+
+    def __init__(self, fmt: ChatFormat, stops: Sequence[str], hold_tool: bool) -> None:
+        self.fmt, self.stops, self.hold_tool = fmt, tuple(stops), hold_tool
+        self.ids: list[int] = []
+        self.sent = 0
+
+    def push(self, ids: Sequence[int]) -> str:
+        self.ids.extend(ids)
+        text = cut_stop(self.fmt.reply_text(self.ids), self.stops)
+        limit = len(text.rstrip("\ufffd"))
+        for s in self.stops:
+            for k in range(min(len(s) - 1, len(text)), 0, -1):
+                if text.endswith(s[:k]):
+                    limit = min(limit, len(text) - k)
+                    break
+        if self.hold_tool:
+            at = text.find(OPEN)
+            if at >= 0:
+                limit = min(limit, at)
+            else:
+                for k in range(min(len(OPEN) - 1, len(text)), 0, -1):
+                    if text.endswith(OPEN[:k]):
+                        limit = min(limit, len(text) - k)
+                        break
+        return self._take(text, limit)
+
+    def finish(self, final_text: str) -> str:
+        """The rest of `final_text` (what the non-streamed reply says) not yet sent."""
+        return self._take(final_text, len(final_text))
+
+    def _take(self, text: str, limit: int) -> str:
+        if limit <= self.sent:
+            return ""
+        out, self.sent = text[self.sent:limit], limit
+        return out

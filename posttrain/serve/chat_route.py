@@ -1,0 +1,114 @@
+"""`/v1/chat/completions`: one handler, streamed (SSE) or not, shared by the proxy.
+
+    resp = await chat_response(state, body, prompt_ids, on_done)
+
+`on_done(outs, version, messages)` is called once all samples finished, with the engine's
+Completions (exact token ids and logprobs), the weights version and the assistant
+messages returned: the proxy's capture hook (capture.py). Every response carries the
+weights version as `system_fingerprint` ("posttrain-v<version>") and, when not streamed,
+as the `x-posttrain-weights-version` header.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, AsyncIterator, Callable
+
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from posttrain.serve.chat import TextStream, cut_stop
+from posttrain.serve.logprobs import chat_logprobs
+from posttrain.serve.protocol import ApiError, ChatRequest
+
+OnDone = Callable[[list, int, list], None]
+
+
+def sse(obj: Any) -> bytes:
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+
+
+def usage(prompt_len: int, outs: list) -> dict[str, int]:
+    comp = sum(len(c.token_ids) for c in outs)
+    return {"prompt_tokens": prompt_len, "completion_tokens": comp, "total_tokens": prompt_len + comp}
+
+
+def _messages(state: Any, body: ChatRequest, outs: list, rid: str) -> list[tuple[dict, str]]:
+    res = []
+    for c in outs:
+        text = cut_stop(state.fmt.reply_text(c.token_ids), body.stops())
+        res.append(state.fmt.reply_message(text, body.tools, body.tool_choice, c.finish_reason, f"{rid}:{c.index}"))
+    return res
+
+
+async def chat_response(state: Any, body: ChatRequest, prompt: tuple[int, ...], on_done: OnDone | None = None) -> Any:
+    params = state.params(body, len(prompt), None)
+    rid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    k = (body.top_logprobs or 0) if body.logprobs else 0
+    if body.stream:
+        return StreamingResponse(_stream(state, body, prompt, params, rid, k, on_done), media_type="text/event-stream",
+                                 headers={"cache-control": "no-cache"})
+    outs, version = await state.complete(prompt, params, rid)
+    tops = await state.top_logprobs(prompt, outs, k) if k else None
+    msgs = _messages(state, body, outs, rid)
+    if on_done is not None:
+        on_done(outs, version, [m for m, _ in msgs])
+    choices = [{"index": c.index, "message": m, "finish_reason": fr,
+                "logprobs": chat_logprobs(state.fmt, c.token_ids, c.logprobs, tops[c.index] if tops else None)
+                if body.logprobs else None} for c, (m, fr) in zip(outs, msgs)]
+    return JSONResponse({"id": rid, "object": "chat.completion", "created": int(time.time()), "model": state.model_name,
+                         "system_fingerprint": f"posttrain-v{version}", "choices": choices,
+                         "usage": usage(len(prompt), outs)}, headers={"x-posttrain-weights-version": str(version)})
+
+
+async def _stream(state: Any, body: ChatRequest, prompt: tuple[int, ...], params: Any, rid: str, k: int,
+                  on_done: OnDone | None) -> AsyncIterator[bytes]:
+    created = int(time.time())
+    version = state.engine.weights_version
+    hold_tool = bool(body.tools) and body.tool_choice != "none"
+    streams = [TextStream(state.fmt, body.stops(), hold_tool) for _ in range(params.n)]
+    outs: dict[int, Any] = {}
+
+    def chunk(i: int, delta: dict, finish: str | None = None, logprobs: Any = None) -> bytes:
+        return sse({"id": rid, "object": "chat.completion.chunk", "created": created, "model": state.model_name,
+                    "system_fingerprint": f"posttrain-v{version}",
+                    "choices": [{"index": i, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]})
+
+    for i in range(params.n):
+        yield chunk(i, {"role": "assistant", "content": ""})
+    try:
+        async for ev in state.events(prompt, params, rid):
+            if ev[0] == "tokens":
+                _, i, ids, lps = ev
+                text = streams[i].push(ids)
+                lp = chat_logprobs(state.fmt, ids, lps, None) if body.logprobs and not k else None
+                if text or lp:
+                    yield chunk(i, {"content": text} if text else {}, logprobs=lp)
+                continue
+            _, i, c, version = ev
+            if c.finish_reason == "error":
+                raise ApiError(400, c.error)
+            outs[i] = c
+            if len(outs) < params.n:
+                continue
+            ordered = [outs[j] for j in range(params.n)]
+            tops = await state.top_logprobs(prompt, ordered, k) if k else None
+            msgs = _messages(state, body, ordered, rid)
+            if on_done is not None:
+                on_done(ordered, version, [m for m, _ in msgs])
+            for j, (c, (m, fr)) in enumerate(zip(ordered, msgs)):
+                delta: dict[str, Any] = {}
+                rest = streams[j].finish(m["content"] or "") if fr != "tool_calls" else ""
+                if rest:
+                    delta["content"] = rest
+                if fr == "tool_calls":
+                    delta["tool_calls"] = [{"index": 0, **tc} for tc in m["tool_calls"]]
+                lp = chat_logprobs(state.fmt, c.token_ids, c.logprobs, tops[j]) if tops else None
+                yield chunk(j, delta, fr, lp)
+            if body.stream_options is not None and body.stream_options.include_usage:
+                yield sse({"id": rid, "object": "chat.completion.chunk", "created": created,
+                           "model": state.model_name, "choices": [], "usage": usage(len(prompt), ordered)})
+    except ApiError as e:
+        yield sse(e.body())
+    yield b"data: [DONE]\n\n"

@@ -1,0 +1,114 @@
+"""`trainer.world_size=N`: start N ranks of the same command, as torchrun would, and fail fast.
+
+    posttrain sft cfg.yaml trainer.world_size=2       # the CLI re-runs itself as 2 ranks
+    torchrun --nproc-per-node 2 -m posttrain sft cfg.yaml   # the same, launched by torchrun
+
+`maybe_spawn(argv)` is called by the CLI before anything else (no torch import): when the
+command line (or the config YAML it names) asks for world_size > 1 and this process is not
+already a rank, it runs `python -m posttrain ARGV` N times with RANK, LOCAL_RANK,
+WORLD_SIZE, MASTER_ADDR, MASTER_PORT and POSTTRAIN_TIMEOUT_S set, and watches them. When a
+rank exits non-zero or is killed, the others are stopped and one line names it:
+
+    posttrain: error: rank 1 of 2 was killed by signal SIGKILL; stopped the other ranks
+
+A rank that hangs is caught inside the job (group.py: heartbeats, collective timeouts).
+
+Limits: one machine (for several nodes use torchrun's own rendezvous); the YAML is only
+peeked for `trainer.world_size`/`trainer.timeout_s`, not merged with a recipe's preset.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+DEFAULT_TIMEOUT_S = 300.0
+TRAINING_COMMANDS = ("sft", "dpo", "rl", "quickstart")  # the commands that train; others ignore world_size
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _trainer_settings(argv: Sequence[str]) -> tuple[int, float]:
+    """(world_size, timeout_s) from `trainer.X=` overrides, else from the first YAML argument."""
+    found: dict[str, str] = {}
+    for a in argv:
+        for key in ("world_size", "timeout_s"):
+            if a.startswith(f"trainer.{key}="):
+                found[key] = a.split("=", 1)[1]
+    yaml_path = next((a for a in argv if a.endswith((".yaml", ".yml")) and Path(a).is_file()), None)
+    if yaml_path and len(found) < 2:
+        import yaml
+
+        try:
+            tr = (yaml.safe_load(Path(yaml_path).read_text()) or {}).get("trainer") or {}
+        except Exception:  # noqa: BLE001 - a broken YAML is reported by load_config, with its name
+            tr = {}
+        for key in ("world_size", "timeout_s"):
+            if key not in found and key in tr:
+                found[key] = str(tr[key])
+    try:
+        return int(found.get("world_size", 1)), float(found.get("timeout_s", DEFAULT_TIMEOUT_S))
+    except ValueError:
+        return 1, DEFAULT_TIMEOUT_S  # load_config names the bad value
+
+
+def maybe_spawn(argv: Sequence[str]) -> None:
+    """Re-run this command as N ranks and exit with the job's status, if it asks for N > 1."""
+    if "WORLD_SIZE" in os.environ or "--help" in argv or not argv or argv[0] not in TRAINING_COMMANDS:
+        return
+    n, timeout_s = _trainer_settings(argv)
+    if n > 1:
+        sys.exit(run_ranks([sys.executable, "-m", "posttrain", *argv], n, timeout_s))
+
+
+def run_ranks(cmd: Sequence[str], world_size: int, timeout_s: float = DEFAULT_TIMEOUT_S,
+              env: dict[str, str] | None = None, poll_s: float = 0.2) -> int:
+    """Start `cmd` as ranks 0..N-1; return 0, or the failing rank's code after stopping the rest."""
+    port = _free_port()
+    procs = []
+    for r in range(world_size):
+        e = {**os.environ, **(env or {}), "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(world_size),
+             "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+             "POSTTRAIN_TIMEOUT_S": str(timeout_s)}
+        e.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // world_size)))
+        procs.append(subprocess.Popen(list(cmd), env=e))
+    try:
+        while True:
+            codes = [p.poll() for p in procs]
+            bad = next((r for r, c in enumerate(codes) if c not in (None, 0)), None)
+            if bad is not None:
+                _stop(procs)
+                c = codes[bad]
+                how = f"was killed by signal {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
+                print(f"posttrain: error: rank {bad} of {world_size} {how}; stopped the other ranks",
+                      file=sys.stderr, flush=True)
+                return c if c > 0 else 1
+            if all(c == 0 for c in codes):
+                return 0
+            time.sleep(poll_s)
+    except KeyboardInterrupt:
+        _stop(procs)
+        return 130
+
+
+def _stop(procs: Sequence[subprocess.Popen], grace_s: float = 5.0) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

@@ -1,0 +1,172 @@
+"""Rank 0's handle on the sharded trainer: what the sft/dpo/rl recipes call instead of
+touching a model and an optimiser directly.
+
+    sh = ShardedSession.start(model, cfg.trainer, opt_kwargs={"lr": 1e-3}, pad_id=tok.pad_token_id)
+    row = sh.step("sft_step", {...})          # every rank trains its dp slice; rank 0 gets the row
+    plain = sh.export_model()                 # a plain HF model on rank 0 (for save_pretrained)
+    sh.close()
+
+`start` takes rank 0's full model, builds the sharded copy on every rank (wrap.py) from
+it, and drops nothing the caller still references: callers rebind `model = None`.
+The optimiser is AdamW over each rank's shards, so its state is sharded with them.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import torch
+
+from posttrain.train.sharded.group import Driver, RankContext, handler
+
+
+@handler("setup")
+def setup(ctx: RankContext, p: dict) -> None:
+    from posttrain.train.sharded.accounting import CommMeter
+    from posttrain.train.sharded.mesh import build_mesh
+    from posttrain.train.sharded.wrap import build_sharded
+
+    import torch.distributed as dist
+
+    ctx.opts = p["opts"]
+    ctx.mesh = build_mesh(dist.get_world_size(), ctx.opts.tp)
+    ctx.extra["pad_id"] = p["pad_id"]
+    ctx.meter = CommMeter()
+    with ctx.meter:  # the setup broadcast is not a training step: counted apart
+        ctx.model = build_sharded(p["hf_config"], p["dtype"], ctx.mesh, ctx.opts, ctx.extra.pop("full_state", {}),
+                                  ctx.extra.pop("buffers", None))
+    ctx.model.register_forward_pre_hook(_count_tokens(ctx), with_kwargs=True)
+    ctx.opt = torch.optim.AdamW([q for q in ctx.model.parameters() if q.requires_grad], **p["opt_kwargs"])
+    ctx.meter.reset()
+
+
+def _count_tokens(ctx: RankContext) -> Any:
+    def hook(module: Any, args: tuple, kwargs: dict) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is not None:
+            ctx.meter.forwards.append(int(ids.numel()))
+    return hook
+
+
+class ShardedSession:
+    def __init__(self, driver: Driver, hf_config: Any) -> None:
+        self.driver, self.hf_config = driver, hf_config
+
+    @property
+    def ctx(self) -> RankContext:
+        return self.driver.ctx
+
+    @classmethod
+    def start(cls, model: Any, tcfg: Any, opt_kwargs: dict, pad_id: int) -> "ShardedSession":
+        from posttrain.train.sharded.wrap import ShardOptions
+
+        driver = current_driver(tcfg.timeout_s)
+        opts = ShardOptions(tp=tcfg.tp, mixed_precision=tcfg.mixed_precision,
+                            activation_checkpointing=tcfg.gradient_checkpointing)
+        driver.ctx.extra["full_state"] = {k: v.detach() for k, v in model.state_dict().items()}
+        driver.ctx.extra["buffers"] = {k: b.detach().clone() for k, b in model.named_buffers()}
+        hf_config = copy.deepcopy(model.config)
+        dtype = next(model.parameters()).dtype
+        driver.call("setup", {"hf_config": hf_config, "dtype": dtype, "opts": opts, "opt_kwargs": opt_kwargs,
+                              "pad_id": pad_id})
+        return cls(driver, hf_config)
+
+    def step(self, name: str, payload: dict) -> dict:
+        row = self.driver.call(name, payload)
+        return {**row, **self.driver.call("account", None)}
+
+    def export_model(self) -> Any:
+        """The full weights as a plain HF model on rank 0 (gathered one tensor at a time)."""
+        from transformers import AutoModelForCausalLM
+
+        state = self.driver.call("full_state", None)
+        with torch.device("meta"):
+            plain = AutoModelForCausalLM.from_config(self.hf_config, dtype=next(iter(state.values())).dtype)
+        plain.to_empty(device="cpu")
+        plain.tie_weights()
+        plain.load_state_dict(state, strict=False)
+        with torch.no_grad():
+            for name, buf in self.ctx.model.named_buffers():  # rotary inv_freq: not in a state dict
+                plain.get_buffer(name).copy_(buf)
+        return plain.eval()
+
+    def close(self) -> None:
+        _close_at_exit()
+
+
+@handler("set_options")
+def _set_options(ctx: RankContext, p: dict) -> None:
+    """e.g. {"account": False}: a benchmark times steps without the accounting dispatch mode."""
+    import dataclasses
+
+    ctx.opts = dataclasses.replace(ctx.opts, **p)
+
+
+@handler("full_state")
+def _full_state(ctx: RankContext, p: Any) -> dict:
+    from posttrain.train.sharded.wrap import full_model_state
+
+    return full_model_state(ctx.model)
+
+
+@handler("account")
+def _account(ctx: RankContext, p: Any) -> dict:
+    from posttrain.train.sharded.accounting import step_accounting
+
+    return step_accounting(ctx)
+
+
+_DRIVER: Driver | None = None
+_CLOSED = False  # the followers were told to stop: no second driver in this job
+
+
+def current_driver(timeout_s: float) -> Driver:
+    global _DRIVER
+    from posttrain.train.sharded.mesh import init_group
+
+    if _CLOSED:
+        raise RuntimeError("this job's sharded group was closed; a job trains through one group")
+    if _DRIVER is None:
+        import atexit
+
+        init_group(timeout_s)
+        _DRIVER = Driver(timeout_s)
+        atexit.register(_close_at_exit)  # followers stop cleanly however rank 0's command ends
+    return _DRIVER
+
+
+def _close_at_exit() -> None:
+    """Stop the followers once per job (their group is destroyed with it)."""
+    global _DRIVER, _CLOSED
+    if _DRIVER is not None:
+        try:
+            _DRIVER.close()
+        except Exception:  # noqa: BLE001 - the job is ending; a dead follower was already named
+            pass
+        _DRIVER, _CLOSED = None, True
+
+
+def release_followers(timeout_s: float) -> None:
+    """At rank 0's exit: stop the followers, also when this command never trained (a resumed,
+    finished run; an error before the first step), so that none waits out its timeout."""
+    if _CLOSED:
+        return
+    if _DRIVER is None:
+        try:
+            current_driver(timeout_s)
+        except Exception:  # noqa: BLE001 - the group is already gone: the followers see that themselves
+            return
+    _close_at_exit()
+
+
+def active() -> bool:
+    """True on rank 0 of a multi-process job (torchrun or trainer.world_size=N)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1 and int(os.environ.get("RANK", "0")) == 0
+
+
+# Every handler, registered on every rank that imports the session (followers included).
+import posttrain.train.sharded.dcp  # noqa: E402,F401
+import posttrain.train.sharded.steps  # noqa: E402,F401
+import posttrain.train.sharded.sync  # noqa: E402,F401

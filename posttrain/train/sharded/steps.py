@@ -1,0 +1,165 @@
+"""The per-rank halves of a training step, registered as group handlers (group.py).
+
+Every rank trains on its dp slice `items[dp_rank::dp]` of rank 0's global batch and scales
+its loss so that FSDP's gradient average over dp equals the gradient of the global loss:
+
+    local_loss * (local_units / global_units) * dp       # units: tokens or sequences
+
+`units` is whatever the loss divides by: tokens for SFT and token-mean RL losses (dapo,
+cispo), sequences for pairs (DPO) and sequence-mean RL losses (grpo, gspo, dr_grpo). So 1,
+2 or 4 ranks compute the same update up to float summation order. A rank whose slice is
+empty still runs a forward/backward (on a zero-weighted copy), because FSDP's collectives
+need every rank.
+
+Limits: the RL update has no KL term (config_check refuses rl.kl_coef > 0 with
+trainer.world_size > 1); a plugin loss not in RL_UNITS is weighted by sequences.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from posttrain.train.sharded.group import RankContext, handler
+
+RL_UNITS = {"dapo": "tokens", "cispo": "tokens", "grpo": "sequences", "gspo": "sequences", "dr_grpo": "sequences"}
+
+
+def dp_slice(ctx: RankContext, items: Sequence[Any]) -> tuple[list[Any], float]:
+    """This rank's items and their weight multiplier (0 when the slice is empty: a stand-in item)."""
+    from posttrain.train.sharded.mesh import dp_info
+
+    r, n = dp_info(ctx.mesh)
+    mine = list(items[r::n])
+    return (mine, 1.0) if mine else ([items[0]], 0.0)
+
+
+def dp_sum(ctx: RankContext, values: list[float], op: str = "sum") -> list[float]:
+    """Sum (or max) over the dp group: tp ranks hold the same numbers, so they are not counted twice."""
+    import torch.distributed as dist
+
+    from posttrain.train.sharded.mesh import dp_info
+
+    t = torch.tensor(values, dtype=torch.float64)
+    group = ctx.mesh["dp"].get_group() if "tp" in (ctx.mesh.mesh_dim_names or ()) else ctx.mesh.get_group()
+    if dp_info(ctx.mesh)[1] > 1:
+        dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM, group=group)
+    return t.tolist()
+
+
+def _begin(ctx: RankContext, lr: float) -> int:
+    for g in ctx.opt.param_groups:  # rank 0's scheduler decides; every rank applies the same lr
+        g["lr"] = lr
+    ctx.opt.zero_grad(set_to_none=True)
+    ctx.model.train()
+    from posttrain.train.sharded.mesh import dp_info
+
+    return dp_info(ctx.mesh)[1]
+
+
+def metered(fn: Any) -> Any:
+    """Run a step under the communication meter and the saved-tensor counter (accounting.py)."""
+    import functools
+
+    from posttrain.train.sharded.accounting import SavedBytes
+
+    @functools.wraps(fn)
+    def run(ctx: RankContext, p: dict) -> dict:
+        if not getattr(ctx.opts, "account", True):
+            return fn(ctx, p)
+        ctx.meter.reset()
+        with ctx.meter, SavedBytes() as saved:
+            out = fn(ctx, p)
+        ctx.extra["activation_bytes"] = saved.bytes / max(1, len(ctx.meter.forwards))
+        return out
+    return run
+
+
+def _finish(ctx: RankContext, max_norm: float) -> float:
+    from posttrain.train.sharded.wrap import clip_grad_norm
+
+    norm = clip_grad_norm([p for p in ctx.model.parameters() if p.requires_grad], max_norm)
+    ctx.opt.step()
+    return norm
+
+
+@handler("sft_step")
+@metered
+def sft_step(ctx: RankContext, p: dict) -> dict:
+    """p: items [(ids, mask)], n_tok (learned tokens of the global batch), lr, accum, pack, max_len."""
+    from posttrain.train.sft import batch_loss
+
+    dp = _begin(ctx, p["lr"])
+    mine, w = dp_slice(ctx, p["items"])
+    total = 0.0
+    for mb in [mine[i::p["accum"]] for i in range(p["accum"]) if mine[i::p["accum"]]]:
+        s, _ = batch_loss(ctx.model, mb, ctx.extra["pad_id"], p["pack"], p["max_len"])
+        loss = s / max(p["n_tok"], 1) * dp * w
+        loss.backward()
+        total += float(s.detach()) * w
+    norm = _finish(ctx, 1.0)
+    return {"loss": dp_sum(ctx, [total])[0] / max(p["n_tok"], 1), "grad_norm": norm}
+
+
+@handler("dpo_step")
+@metered
+def dpo_step(ctx: RankContext, p: dict) -> dict:
+    """p: pairs, ref [N, 2] (aligned with pairs), cfg (DPOConfig), lr, accum."""
+    from posttrain.train.dpo import pair_loss
+
+    dp = _begin(ctx, p["lr"])
+    n = len(p["pairs"])
+    idx, w = dp_slice(ctx, list(range(n)))
+    sums = [0.0, 0.0, 0.0]  # loss, accuracy * k, margin * k
+    for k in range(p["accum"]):
+        sub = idx[k::p["accum"]]
+        if not sub:
+            continue
+        losses, st = pair_loss(ctx.model, [p["pairs"][i] for i in sub], p["ref"][sub], p["cfg"], ctx.extra["pad_id"])
+        (losses.sum() / n * dp * w).backward()
+        sums = [sums[0] + float(losses.detach().sum()) / n * w, sums[1] + st["accuracy"] * len(sub) * w,
+                sums[2] + st["margin"] * len(sub) * w]
+    norm = _finish(ctx, 1.0)
+    loss, acc, margin = dp_sum(ctx, sums)
+    return {"loss": loss, "accuracy": acc / n, "margin": margin / n, "grad_norm": norm}
+
+
+@handler("rl_update")
+@metered
+def rl_update(ctx: RankContext, p: dict) -> dict:
+    """p: trajs, adv [B], cfg (RLConfig), lr. `update.update_policy` on this rank's slices."""
+    from posttrain.registry import registry
+    from posttrain.train.batching import pack_trajectories
+    from posttrain.train.update import SampleLayout
+
+    cfg, trajs, adv = p["cfg"], p["trajs"], p["adv"]
+    loss_fn = registry("loss").get(cfg.loss)
+    units = RL_UNITS.get(cfg.loss, "sequences")
+    n_mb = max(1, min(cfg.minibatches, len(trajs)))
+    totals: dict[str, float] = {}
+    for _epoch in range(cfg.update_epochs):
+        for mb in torch.chunk(torch.arange(len(trajs)), n_mb):
+            dp = _begin(ctx, p["lr"])
+            glob = pack_trajectories([trajs[i] for i in mb.tolist()], ctx.extra["pad_id"])
+            mine, w = dp_slice(ctx, mb.tolist())
+            sub = [trajs[i] for i in mine]
+            tb = pack_trajectories(sub, ctx.extra["pad_id"])
+            logp, ent_tok = SampleLayout(ctx.model, sub, tb, ctx.extra["pad_id"], cfg).logprobs(ctx.model)
+            loss, st = loss_fn(logp.float(), tb.old_logp, adv[mine], tb.loss_mask, **cfg.loss_kwargs())
+            share = (float(tb.loss_mask.sum()) / max(float(glob.loss_mask.sum()), 1.0) if units == "tokens"
+                     else len(sub) / len(mb)) * w
+            (loss * share * dp).backward()
+            norm = _finish(ctx, cfg.max_grad_norm)
+            tok = float(tb.loss_mask.sum()) * w
+            with torch.no_grad():
+                ent = float((ent_tok * tb.loss_mask).sum()) * w
+                mism = float(((logp - tb.old_logp).abs() * tb.loss_mask).max())
+            s_loss, s_ent, s_clip, s_tok = dp_sum(ctx, [float(loss.detach()) * share, ent,
+                                                        st.get("clip_frac", 0.0) * tok, tok])
+            row = {"loss": s_loss, "grad_norm": norm, "entropy": s_ent / max(s_tok, 1.0),
+                   "logprob_mismatch": dp_sum(ctx, [mism], "max")[0], "clip_frac": s_clip / max(s_tok, 1.0)}
+            for k, v in row.items():
+                totals[k] = totals.get(k, 0.0) + v / (n_mb * cfg.update_epochs)
+    ctx.model.eval()
+    return totals

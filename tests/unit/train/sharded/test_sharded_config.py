@@ -1,0 +1,37 @@
+"""trainer.world_size / tp checks and the launcher's reading of the command line (no processes)."""
+
+import pytest
+
+from posttrain.config import load_config
+from posttrain.config_check import check_sharded
+from posttrain.errors import ConfigError
+from posttrain.train.sharded.launch import _trainer_settings
+
+
+def test_tp_that_does_not_divide_the_world_size_is_refused():
+    with pytest.raises(ConfigError, match="trainer.tp=3 must divide the world size 4"):
+        check_sharded(load_config(None, ["trainer.world_size=4", "trainer.tp=3"]))
+
+
+def test_tp_that_does_not_divide_the_heads_is_refused():
+    cfg = load_config(None, ["trainer.world_size=4", "trainer.tp=4", "model.tiny.num_key_value_heads=2"])
+    with pytest.raises(ConfigError, match="num_key_value_heads=2 does not divide"):
+        check_sharded(cfg)
+
+
+def test_features_the_sharded_trainer_lacks_are_named():
+    with pytest.raises(ConfigError, match=r"trainer.lora, rl.kl_coef > 0 is not supported"):
+        check_sharded(load_config(None, ["trainer.world_size=2", "rl.kl_coef=0.1", "trainer.lora={r: 4}"]))
+
+
+def test_mixed_precision_outside_its_choices_is_a_config_error():
+    with pytest.raises(ConfigError, match="trainer.mixed_precision"):
+        load_config(None, ["trainer.mixed_precision=fp8"])
+
+
+def test_launcher_reads_world_size_and_timeout_from_overrides_then_yaml(tmp_path):
+    y = tmp_path / "run.yaml"
+    y.write_text("trainer: {world_size: 3, timeout_s: 42}\n")
+    assert _trainer_settings(["sft", str(y)]) == (3, 42.0)
+    assert _trainer_settings(["sft", str(y), "trainer.world_size=2"]) == (2, 42.0)
+    assert _trainer_settings(["rl", "rl.steps=3"]) == (1, 300.0)
