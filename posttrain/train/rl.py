@@ -286,6 +286,21 @@ def save(st: RLState, step: int, extra: dict | None = None) -> None:
     save_checkpoint(st.run_dir, step, export_model(st.model), st.tok, state, keep=st.cfg.rl.keep_checkpoints)
 
 
+def after_step(st: RLState, row: dict, warn: Callable[[str], None], stop: Callable[[int, dict], bool] | None,
+               budget_s: float | None, t_start: float) -> bool:
+    """After step st.step - 1 (both loops): new learning warnings once each; True when the stop
+    hook or the wall-clock budget ends the run."""
+    from posttrain.train.run_health import WINDOW, learning_warnings
+
+    if len(st.history) % WINDOW == 0 or st.step == st.cfg.rl.steps:
+        for kind, text in learning_warnings(st.history).items():
+            if kind not in st.warnings:
+                st.warnings[kind] = text
+                warn(text)
+    return (stop is not None and stop(st.step - 1, row)) or (budget_s is not None and
+                                                            time.perf_counter() - t_start >= budget_s)
+
+
 async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = None,
                    stop: Callable[[int, dict], bool] | None = None, budget_s: float | None = None,
                    on_warning: Callable[[str], None] | None = None) -> RLState:
@@ -295,8 +310,6 @@ async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = No
     early stop); `budget_s` ends it once the loop has run that many seconds. Either way the
     last step is checkpointed, as at the normal end. `on_warning` receives each warning of
     run_health.learning_warnings once (default: printed to stderr) and st.warnings keeps them."""
-    from posttrain.train.run_health import WINDOW, learning_warnings
-
     cfg = st.cfg.rl
     if cfg.max_staleness > 0:  # rollouts run ahead of the update (train/async_rl/); K = 0 stays on this loop
         return await registry("rl_loop").get("async")(st, on_step, stop, budget_s, on_warning)
@@ -322,13 +335,7 @@ async def train_rl(st: RLState, on_step: Callable[[int, dict], None] | None = No
             if cfg.checkpoint_every and (st.step + 1) % cfg.checkpoint_every == 0:
                 save(st, st.step)
             st.step += 1
-            if len(st.history) % WINDOW == 0 or st.step == cfg.steps:
-                for kind, text in learning_warnings(st.history).items():
-                    if kind not in st.warnings:
-                        st.warnings[kind] = text
-                        warn(text)
-            if (stop is not None and stop(st.step - 1, row)) or (budget_s is not None and
-                                                                 time.perf_counter() - t_start >= budget_s):
+            if after_step(st, row, warn, stop, budget_s, t_start):
                 break
     except (KeyboardInterrupt, asyncio.CancelledError, InfraErrorRateExceeded):  # Ctrl-C: a cancellation under asyncio.run
         if last_done >= 0:

@@ -41,7 +41,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from posttrain.rollout.agent.loop import AgentOptions
+from posttrain.rollout.agent.loop import AgentOptions, run_episodes
 from posttrain.types import Task, Trajectory, TrajError, Turn, VerifyResult
 
 
@@ -110,19 +110,8 @@ class ExternalRunner:
         self.serve.episodes = EpisodeRegistry()
         server = BackgroundServer(build_app(self.serve))
         self.url = await asyncio.to_thread(server.start)
-        sem = asyncio.Semaphore(self.opts.concurrency)
-
-        async def one(g: int, k: int) -> Trajectory:
-            traj = None
-            for attempt in range(self.opts.retries + 1):
-                async with sem:
-                    traj = await self.episode(tasks[g], g, k, attempt)
-                if not traj.infra_error:
-                    break
-            return traj
-
         try:
-            return list(await asyncio.gather(*(one(g, k) for g in range(len(tasks)) for k in range(self.opts.n))))
+            return await run_episodes(self.episode, tasks, self.opts)
         finally:
             await asyncio.to_thread(server.stop)
             self.serve.close()

@@ -33,7 +33,7 @@ import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 from posttrain.rollout.agent.gen import GenBatcher
 from posttrain.rollout.agent.render import ChatCodec, truncate
@@ -261,21 +261,29 @@ class AgentRunner:
 
     async def run(self, tasks: Sequence[Task]) -> list[Trajectory]:
         """`opts.n` episodes per task, request-major (trajs[g * n + k]); infra errors re-run."""
-        sem = asyncio.Semaphore(self.opts.concurrency)
-
-        async def one(g: int, k: int) -> Trajectory:
-            traj = None
-            for attempt in range(self.opts.retries + 1):
-                async with sem:
-                    traj = await self.episode(tasks[g], g, k, attempt)
-                if not traj.infra_error:
-                    break
-            return traj
-
         try:
-            return list(await asyncio.gather(*(one(g, k) for g in range(len(tasks)) for k in range(self.opts.n))))
+            return await run_episodes(self.episode, tasks, self.opts)
         finally:
             await self.batcher.close()
+
+
+async def run_episodes(episode: Callable[..., Awaitable[Trajectory]], tasks: Sequence[Task], opts: Any
+                       ) -> list[Trajectory]:
+    """`opts.n` episodes per task, request-major (trajs[g * n + k]), at most `opts.concurrency`
+    at once; an episode with an infra error is re-run up to `opts.retries` times. Shared by the
+    native loop and the external-agent runner (external.py)."""
+    sem = asyncio.Semaphore(opts.concurrency)
+
+    async def one(g: int, k: int) -> Trajectory:
+        traj = None
+        for attempt in range(opts.retries + 1):
+            async with sem:
+                traj = await episode(tasks[g], g, k, attempt)
+            if not traj.infra_error:
+                break
+        return traj
+
+    return list(await asyncio.gather(*(one(g, k) for g in range(len(tasks)) for k in range(opts.n))))
 
 
 class _EngineFailed(Exception):

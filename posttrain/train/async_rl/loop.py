@@ -53,8 +53,7 @@ async def train_rl_async(st: Any, on_step: Callable[[int, dict], None] | None = 
     schedule through this machinery, which tests compare with the synchronous loop)."""
     from posttrain.train.checkpoint import latest_checkpoint
     from posttrain.train.infra_guard import InfraErrorRateExceeded
-    from posttrain.train.rl import learn_from, rollout_batch, run_eval, save
-    from posttrain.train.run_health import WINDOW, learning_warnings
+    from posttrain.train.rl import after_step, learn_from, rollout_batch, run_eval, save
     from posttrain.train.update import NonFiniteLoss
 
     cfg = st.cfg.rl
@@ -142,13 +141,7 @@ async def train_rl_async(st: Any, on_step: Callable[[int, dict], None] | None = 
                 await drain_older_than(st.version)
                 checkpoint(st.step)
             st.step += 1
-            if len(st.history) % WINDOW == 0 or st.step == cfg.steps:
-                for kind, text in learning_warnings(st.history).items():
-                    if kind not in st.warnings:
-                        st.warnings[kind] = text
-                        warn(text)
-            if (stop is not None and stop(st.step - 1, row)) or (budget_s is not None and
-                                                                 time.perf_counter() - t_start >= budget_s):
+            if after_step(st, row, warn, stop, budget_s, t_start):
                 break
         if last_done >= 0 and latest_checkpoint(st.run_dir) != st.run_dir / "checkpoints" / f"step-{last_done}":
             await drain_older_than(st.version)  # a stop or budget end resumes exactly too
