@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 
 import pytest
 
@@ -71,13 +72,20 @@ def test_wandb_offline_run_records_the_history(tmp_path, monkeypatch):
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     _log(tmp_path, "wandb")
-    (run,) = (tmp_path / "wandb").glob("offline-run-*/run-*.wandb")
-    history = []
-    for raw in _wandb_records(run):
-        rec = pb.Record()
-        rec.ParseFromString(raw)
-        if rec.WhichOneof("record_type") == "history":
-            history.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in rec.history.item})
+    # wandb's service process writes the file on its own thread: finish() can return before the last
+    # records reach the disk (seen once in CI, on a busy machine), so read until both steps are there
+    deadline = time.monotonic() + 60
+    while True:
+        (run,) = (tmp_path / "wandb").glob("offline-run-*/run-*.wandb")
+        history = []
+        for raw in _wandb_records(run):
+            rec = pb.Record()
+            rec.ParseFromString(raw)
+            if rec.WhichOneof("record_type") == "history":
+                history.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in rec.history.item})
+        if len(history) >= len(ROWS) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert [h["reward/mean"] for h in history if "reward/mean" in h] == [0.25, 0.75]
     assert history[0]["eval/pass@1"] == 0.5
 
