@@ -40,6 +40,7 @@ def _mapping_proxy(d: dict) -> Any:
 # Trajectories and task specs keep read-only mappings; payloads carry them to the followers.
 copyreg.pickle(MappingProxyType, lambda m: (_mapping_proxy, (dict(m),)))
 HEARTBEAT_S = 1.0
+STOP_JOIN_S = 35.0  # > the store's 30 s timeout: a beat blocked on a dying store still returns
 
 
 class RankFailure(PosttrainError, RuntimeError):
@@ -82,7 +83,8 @@ class Heartbeat:
         self._stop = threading.Event()
         self._store = _store()
         self._store.set(f"hb/{rank}", "0")
-        threading.Thread(target=self._run, name="posttrain-heartbeat", daemon=True).start()
+        self._thread = threading.Thread(target=self._run, name="posttrain-heartbeat", daemon=True)
+        self._thread.start()
 
     def _run(self) -> None:
         n = 0
@@ -107,7 +109,12 @@ class Heartbeat:
         return r, self.silent_for(r)
 
     def stop(self) -> None:
+        """Stop beating and wait for the thread: a daemon thread still inside a TCPStore call when
+        the interpreter exits is unwound by pthread_exit through C++ code, which aborts the rank
+        ("terminate called without an active exception", SIGABRT) after a clean run."""
         self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=STOP_JOIN_S)
 
 
 class Driver:

@@ -27,7 +27,10 @@ def test_repeated_prompt_hits_stored_blocks_with_identical_output(tiny):
     before = eng.prefill_stats.computed_tokens
     second = eng.generate([req])[0]
     assert eng.prefill_stats.computed_tokens - before == 8  # 4 full blocks served, the tail recomputed
-    assert second.token_ids == first.token_ids and second.logprobs == first.logprobs
+    assert second.token_ids == first.token_ids
+    # Not bitwise: the served blocks leave an 8-row tail GEMM where the first call ran 40 rows, and
+    # oneDNN picks its blocking (so the summation order) by shape and CPU (seen: 2.4e-7 on AVX-512/AMX).
+    assert max(abs(a - b) for a, b in zip(second.logprobs, first.logprobs)) < 1e-5
 
 
 def test_conversation_turn_prefills_only_new_tokens_and_matches_fresh_encoding(tiny):
