@@ -2,29 +2,97 @@
 
     .venv/bin/python benchmarks/proxy_overhead.py [--calls 60] [--max-tokens 8]
 
-One process, tiny default model, `fast` engine, greedy, `--max-tokens` new tokens. An
-episode is opened on the proxy (serve/capture.py behind a real uvicorn server on a
-loopback port) and driven by the official `openai` client the way an agent drives it:
-each call sends the whole history so far plus one new tool message, so every call takes
-the proxy's continuation path (exact previous ids + the new message's ids). Right after
-each proxy call, the same prompt ids (as the proxy recorded them) and parameters go to
-`engine.generate` directly, on the same engine. Overhead = proxy call wall time (client
-side: HTTP, JSON, validation, prompt construction, engine-loop hand-off, response) minus
-the direct call's; reported as the median (and p90) over the calls. Also reported: the
-same for the plain `/v1/chat/completions` route, without capture, and the proxy's
-in-server part (route entry to the last token recorded, minus the direct call): the
-hand-off to the engine-loop thread and back, without HTTP or the client.
+One server process (tiny default model, `fast` engine, greedy, `--max-tokens` new tokens,
+the proxy behind a real uvicorn server on a loopback port) and one agent process, as an
+external agent runs: the agent drives an episode, each call sending the whole history so
+far plus one new tool message, so every call takes the proxy's continuation path (exact
+previous ids + the new message's ids). The two processes take turns over a pipe: the agent
+makes one call and reports its wall time, then the server process sends the same prompt
+ids (as the proxy recorded them) and parameters to `engine.generate` directly, on the same
+engine, while the agent waits. The prefix cache is emptied before each of the two, so both
+prefill the whole prompt (otherwise the second would find the first's blocks). Overhead = the call's wall time in the agent minus the
+direct call's; median and p90 over the calls (3 warm-up calls dropped).
+
+Rows, each its own episode:
+  proxy, http.client    the agent posts JSON with the standard library's keep-alive HTTP
+                        client, the lightest there is: what the proxy itself adds
+  proxy, httpx          the same with httpx (the transport under the openai client)
+  proxy, openai client  the same calls through the official `openai` client (adds the
+                        client's own request building and response parsing)
+  plain route, openai   `/v1/chat/completions`, no capture, the whole history re-rendered
+  in-server part        route entry to last token recorded, minus the direct call (no
+                        HTTP, no client): prompt building and the engine-loop hand-off
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+AGENT = textwrap.dedent("""
+    import http.client, json, sys, time
+    from urllib.parse import urlsplit
+    import httpx, openai
+    base, mode, n, max_tokens = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    raw = httpx.Client(timeout=60)
+    client = openai.OpenAI(base_url=base, api_key="x", max_retries=0)
+    u = urlsplit(base)
+    conn = http.client.HTTPConnection(u.hostname, u.port)  # keep-alive, as httpx and openai keep theirs
+    msgs = [{"role": "user", "content": "What is 2*3?"}]
+    for i in range(n):
+        sys.stdin.readline()  # the server side's turn is over
+        body = {"model": "tiny", "messages": msgs, "temperature": 0, "max_tokens": max_tokens}
+        t0 = time.perf_counter()
+        if mode == "stdlib":
+            conn.request("POST", u.path + "/chat/completions", json.dumps(body), {"content-type": "application/json"})
+            r = conn.getresponse()
+            data = r.read()
+            assert r.status == 200, data
+            text = json.loads(data)["choices"][0]["message"]["content"]
+        elif mode == "raw":
+            r = raw.post(base + "/chat/completions", json=body)
+            r.raise_for_status()
+            text = r.json()["choices"][0]["message"]["content"]
+        else:
+            text = client.chat.completions.create(**body).choices[0].message.content
+        wall = time.perf_counter() - t0
+        print(json.dumps({"wall": wall}), flush=True)
+        msgs = msgs + [{"role": "assistant", "content": text}, {"role": "tool", "content": f"obs {i}"}]
+""")
+
+
+def drive(url_base: str, mode: str, calls: int, max_tokens: int, direct, clear) -> tuple[list[float], list[float]]:
+    """Run one agent process; after each of its calls run `direct(i)` -> seconds. (overheads, direct times).
+    `clear()` runs before each call and each direct call: both start from an empty prefix cache."""
+    n = calls + 3
+    agent = subprocess.Popen([sys.executable, "-c", AGENT, url_base, mode, str(n), str(max_tokens)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    over, dts = [], []
+    try:
+        for i in range(n):
+            clear()
+            agent.stdin.write("go\n")
+            agent.stdin.flush()
+            line = agent.stdout.readline()
+            if not line:
+                raise SystemExit(f"the agent process ({mode}) exited early with status {agent.wait()}")
+            wall = json.loads(line)["wall"]
+            dt = direct(i)
+            if i >= 3:  # warm-up calls dropped
+                over.append(wall - dt)
+                dts.append(dt)
+    finally:
+        agent.stdin.close()
+        agent.wait(timeout=30)
+    return over, dts
 
 
 def main() -> None:
@@ -32,7 +100,6 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=60)
     ap.add_argument("--max-tokens", type=int, default=8)
     args = ap.parse_args()
-    import openai
     import torch
 
     from posttrain.models.tiny import TinyModelConfig, build_tiny
@@ -53,34 +120,53 @@ def main() -> None:
     task = Task(id="t", domain="tools", prompt=(Message("user", "hi"),), verifier=Spec("math_answer", {"answer": "1"}),
                 environment=Environment(tools=("calculator",)), limits=Limits(max_steps=10**6))
     params = SamplingParams(temperature=0.0, max_new_tokens=args.max_tokens)
+
+    def clear() -> None:  # the server is idle here (the agent waits for its turn)
+        with eng._lock:
+            eng.store.clear()
+
+    def timed(prompt) -> float:
+        clear()  # else the direct call would find the proxy call's prompt blocks cached
+        t0 = time.perf_counter()
+        eng.generate([GenRequest(tuple(prompt), params)])
+        return time.perf_counter() - t0
+
+    rows: dict[str, list[float]] = {}
+    direct_s: list[float] = []
     with BackgroundServer(build_app(state)) as url:
-        ep = state.episodes.open(task, {}, max_calls=10**6)
-        proxied = openai.OpenAI(base_url=f"{url}/episodes/{ep.id}/v1", api_key="x", max_retries=0)
-        plain = openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
-        rows = {"proxy": [], "plain": [], "in-server": []}
-        for client, key in ((proxied, "proxy"), (plain, "plain")):
-            msgs = [{"role": "user", "content": "What is 2*3?"}]
-            for i in range(args.calls + 3):
-                t0 = time.perf_counter()
-                r = client.chat.completions.create(model="tiny", messages=msgs, temperature=0,
-                                                   max_tokens=args.max_tokens)
-                t_http = time.perf_counter() - t0
-                prompt = ep.calls[-1].prompt_ids if key == "proxy" else state.fmt.prompt_ids(
-                    [ChatMessage.model_validate(m) for m in msgs], None)
-                t0 = time.perf_counter()
-                eng.generate([GenRequest(tuple(prompt), params)])
-                t_direct = time.perf_counter() - t0
-                if i >= 3:  # warm-up calls dropped
-                    rows[key].append(t_http - t_direct)
-                    if key == "proxy":  # handler entry to last token recorded: without HTTP and the client
-                        rows["in-server"].append(ep.calls[-1].wall_s - t_direct)
-                msgs = msgs + [{"role": "assistant", "content": r.choices[0].message.content},
-                               {"role": "tool", "content": f"obs {i}"}]
+        for key, mode in (("proxy, http.client", "stdlib"), ("proxy, httpx", "raw"),
+                          ("proxy, openai client", "openai")):
+            ep = state.episodes.open(task, {}, max_calls=10**6)
+            in_server: list[float] = []
+
+            def direct(i: int, ep=ep, in_server=in_server) -> float:
+                dt = timed(ep.calls[-1].prompt_ids)
+                if i >= 3:
+                    in_server.append(ep.calls[-1].wall_s - dt)
+                return dt
+
+            rows[key], dts = drive(f"{url}/episodes/{ep.id}/v1", mode, args.calls, args.max_tokens, direct, clear)
+            direct_s += dts
+            if mode == "stdlib":
+                rows["in-server part (http.client episode)"] = in_server
+        history: list[dict] = [{"role": "user", "content": "What is 2*3?"}]
+
+        def plain_direct(i: int) -> float:  # the plain route renders the whole history: do the same
+            nonlocal history
+            dt = timed(state.fmt.prompt_ids([ChatMessage.model_validate(m) for m in history], None))
+            history = history + [{"role": "assistant", "content": "x"}, {"role": "tool", "content": f"obs {i}"}]
+            return dt
+
+        # the agent's replies differ from "x", but the prompt length (what the direct call costs) is close
+        rows["plain route, openai client"], _ = drive(f"{url}/v1", "openai", args.calls, args.max_tokens,
+                                                      plain_direct, clear)
     state.close()
-    for key in ("proxy", "plain", "in-server"):
-        xs = sorted(rows[key])
-        print(f"{key:9s} overhead per call: median {statistics.median(xs) * 1e3:.2f} ms, "
-              f"p90 {xs[int(0.9 * len(xs))] * 1e3:.2f} ms over {len(xs)} calls (max_tokens {args.max_tokens})")
+    print(f"direct engine.generate: median {statistics.median(direct_s) * 1e3:.2f} ms "
+          f"({args.max_tokens} new tokens, prompts growing to the whole history)")
+    for key, xs in rows.items():
+        xs = sorted(xs)
+        print(f"{key:36s} overhead per call: median {statistics.median(xs) * 1e3:.2f} ms, "
+              f"p90 {xs[int(0.9 * len(xs))] * 1e3:.2f} ms over {len(xs)} calls")
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ def _norm_msg(m: ChatMessage) -> tuple:
 
 def delta_ids(fmt: Any, new: list[ChatMessage], tools: Any, ended: bool) -> tuple[int, ...]:
     """Ids of `new` messages (plus the next assistant header) following an assistant turn."""
-    before = fmt.render(_PROBE, tools, generation=False)
+    before = fmt.render_cached(_PROBE, tools, generation=False)
     after = fmt.render(_PROBE + list(new), tools, generation=True)
     eos = fmt.tok.eos_token or ""
     at = before.rfind("a") + 1

@@ -40,6 +40,7 @@ class ChatFormat:
         self.tok = tokenizer
         self.stop_ids = {i for i in (tokenizer.eos_token_id, *stop_ids) if i is not None}  # the engine's end-of-turn ids
         self.skip = self.stop_ids | ({tokenizer.pad_token_id} if tokenizer.pad_token_id is not None else set())
+        self.renders: dict[tuple, str] = {}  # render_cached's memo: fixed conversations (the proxy's probe)
 
     # ---- requests -> ids ------------------------------------------------------------------
     def template_messages(self, msgs: Sequence[ChatMessage]) -> list[dict[str, str]]:
@@ -61,6 +62,16 @@ class ChatFormat:
                                                 tokenize=False, **kwargs)
         except Exception as e:  # noqa: BLE001  a template that rejects the conversation (role order...)
             raise ApiError(400, f"the chat template rejected the messages: {type(e).__name__}: {e}") from None
+
+    def render_cached(self, msgs: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None,
+                      generation: bool = True) -> str:
+        """`render`, memoised on the messages and tools: for a conversation rendered on every call."""
+        key = (tuple(m.model_dump_json() for m in msgs), tuple(t.model_dump_json() for t in tools or ()), generation)
+        if key not in self.renders:
+            if len(self.renders) > 256:
+                self.renders.clear()
+            self.renders[key] = self.render(msgs, tools, generation)
+        return self.renders[key]
 
     def encode(self, text: str) -> tuple[int, ...]:
         return tuple(self.tok(text, add_special_tokens=False)["input_ids"])

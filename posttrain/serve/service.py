@@ -68,11 +68,18 @@ class ServeState:
         if not ids:
             raise ApiError(400, "the prompt is empty", param="prompt")
 
-    async def events(self, prompt_ids: tuple[int, ...], params: SamplingParams, rid: str) -> AsyncIterator[tuple]:
+    async def events(self, prompt_ids: tuple[int, ...], params: SamplingParams, rid: str,
+                     tokens: bool = True) -> AsyncIterator[tuple]:
+        """The loop's events for one request; `tokens=False` passes only the "done" ones (a reply that
+        is not streamed): each event crosses threads and wakes the event loop, once per token otherwise."""
         aloop = asyncio.get_running_loop()
         q: asyncio.Queue = asyncio.Queue()
-        handle = self.loop.submit(GenRequest(prompt_ids, params, id=rid), lambda ev: aloop.call_soon_threadsafe(
-            q.put_nowait, ev))
+
+        def sink(ev: tuple) -> None:
+            if tokens or ev[0] != "tokens":
+                aloop.call_soon_threadsafe(q.put_nowait, ev)
+
+        handle = self.loop.submit(GenRequest(prompt_ids, params, id=rid), sink)
         left = params.n
         try:
             while left:
@@ -88,7 +95,7 @@ class ServeState:
                        ) -> tuple[list[Completion], int]:
         outs: dict[int, Completion] = {}
         version = self.engine.weights_version
-        async for ev in self.events(prompt_ids, params, rid):
+        async for ev in self.events(prompt_ids, params, rid, tokens=False):
             if ev[0] == "done":
                 outs[ev[1]] = ev[2]
                 version = ev[3]
