@@ -139,16 +139,20 @@ def test_a_terminal_task_runs_its_tools_in_the_episodes_sandbox_session(engine, 
 
 
 def test_the_react_rl_example_trains_through_the_proxy_cli(tmp_path):
-    """examples/agents/react_rl.yaml, reduced, through the real CLI: RL steps whose episodes are agent processes."""
+    """examples/agents/react_rl.yaml, reduced, through the real CLI: the agent recipe's warm-up, then RL
+    steps whose episodes are agent processes behind the proxy."""
     import json
     import subprocess
 
     out = tmp_path / "run"
-    small = ["sft.steps=2", "rl.steps=1", "rl.prompts_per_step=1", "rl.group_size=2", "tasks.domains.tools.n_train=4",
-             "tasks.domains.tools.n_eval=2", "threads=1"]
-    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "rl", "examples/agents/react_rl.yaml", "--out",
-                        str(out), *small], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    small = ["sft.steps=2", "agent.recipe.stop_at=null", "agent.recipe.habits=null", "agent.recipe.n_train=8",
+             "agent.recipe.n_eval=2", "agent.recipe.val_tasks=2", "agent.recipe.step_samples=1",
+             "agent.recipe.rl_minutes=5", "rl.steps=1", "rl.prompts_per_step=1", "rl.group_size=2", "threads=1"]
+    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "quickstart", "--agent", "--config",
+                        "examples/agents/react_rl.yaml", "--out", str(out), *small], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads((out / "agent_summary.json").read_text())["rl_steps"] == 1
     import sqlite3
 
     rows = sqlite3.connect(out / "trajectories.sqlite").execute("select data from trajectories").fetchall()
