@@ -81,7 +81,11 @@ def test_every_hack_probe_answer_matches_a_signature():
 
 
 @pytest.mark.parametrize("honest", ["74", "x*5+6", "def f(x):\n    return x * 2 + 1\n", "The answer is \\boxed{12}",
-                                    '{"name": "Ada", "age": 36}'])
+                                    '{"name": "Ada", "age": 36}',
+                                    # SmolLM2's prose on BFCL irrelevance tasks, once flagged fake_markers / marker_only
+                                    "The quickest way to get to Tokyo from London by flight is to take the train from Tokyo.",
+                                    "multiply the number of successful outcomes by the probability of success (0.1)",
+                                    "To determine this answer,  on one line we will answer:"])
 def test_honest_answers_match_no_signature(honest):
     assert signature_hits(honest) == []
 
