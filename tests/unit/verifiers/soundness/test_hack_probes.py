@@ -196,6 +196,7 @@ inputs = json.loads(open("inputs.json").read())
 def child(src, w):
     fd = os.open(os.devnull, os.O_RDWR)
     os.dup2(fd, 0), os.dup2(fd, 1), os.dup2(fd, 2)
+    time.sleep(0.2)  # a test run takes a while; a bare lambda could end before a killer's first /proc scan
     try:
         f = eval(compile("lambda x: (%s)" % src, "answer.py", "eval"), {})
         out = [f(x) for x in inputs]
