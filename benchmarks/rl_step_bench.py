@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/rl_step_bench.py [--repeats 3] [--threads 1]        # the G x tokens table
     .venv/bin/python benchmarks/rl_step_bench.py --groups 16 --means 86 --repeats 5  # one cell
     .venv/bin/python benchmarks/rl_step_bench.py --smollm2 [--lora] [--repeats 2]   # tokens trained / s
+    .venv/bin/python benchmarks/rl_step_bench.py --smollm2 --lora --prompts 8 --prompt-tokens 200 600 \
+        --long-prompt 2591 --mean-tokens 128 --layouts kv kv-1pass               # a recipe step with an outlier
 
 One step = `update_policy` on a GRPO batch (pack, forward, backward, clip, AdamW step), as
 train/rl.py calls it. Layouts:
@@ -10,7 +12,9 @@ train/rl.py calls it. Layouts:
 - `dense`: rl.prefix_layout=dense, a group's completions in one row behind its prompt with a
   4D mask (train/shared_prefix.py): attention (P + G L)^2 per group.
 - `kv`: rl.prefix_layout=kv, the prompt run once and its K/V read by every completion
-  (train/prefix_kv.py): attention ~ G L (P + L).
+  (train/prefix_kv.py): attention ~ G L (P + L). Prompts are cut into passes by length.
+- `kv-1pass`: kv with all prompts in one pass, left-padded to the longest (as before the
+  bucketing): the reference for a batch with one long prompt (`--long-prompt`).
 The default, rl.prefix_layout=auto, picks kv or dense by a cost model; the table's
 `auto picks` row says which it picks for each cell (it is not timed separately).
 
@@ -27,7 +31,9 @@ instead of all weights.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -38,15 +44,35 @@ from posttrain.config import RLConfig, TinyModelConfig
 from posttrain.train.update import update_policy
 from posttrain.types import Trajectory, Turn
 
-LAYOUTS = {"plain": dict(share_prefix=False), "dense": dict(prefix_layout="dense"), "kv": dict(prefix_layout="kv")}
+LAYOUTS = {"plain": dict(share_prefix=False), "dense": dict(prefix_layout="dense"), "kv": dict(prefix_layout="kv"),
+           "kv-1pass": dict(prefix_layout="kv")}  # kv with every prompt in one pass (before prompt bucketing)
 
 
-def grpo_batch(prompts: int, group: int, mean: int, vocab: tuple[int, int], seed: int = 0) -> list[Trajectory]:
+@contextlib.contextmanager
+def one_prompt_pass(on: bool):
+    """kv-1pass: the kv layout as it was before prompts were cut into passes by length."""
+    import posttrain.train.prefix_kv as pk
+
+    real = pk.split_passes
+    if on:
+        pk.split_passes = lambda lengths, prefix, *a, **k: (
+            [0, len(lengths)] if prefix == 0 else real(lengths, prefix, *a, **k))
+    try:
+        yield
+    finally:
+        pk.split_passes = real
+
+
+def grpo_batch(prompts: int, group: int, mean: int, vocab: tuple[int, int], seed: int = 0,
+               prompt_tokens: tuple[int, int] = (10, 40), long_prompt: int = 0) -> list[Trajectory]:
+    """`prompts` groups of `group` samples; prompt lengths uniform in `prompt_tokens`, except
+    that the first prompt has `long_prompt` tokens when that is set (a real batch's outlier)."""
     g = torch.Generator().manual_seed(seed)
     lo, hi = vocab
     out = []
     for p in range(prompts):
-        plen = int(torch.randint(10, 41, (1,), generator=g))
+        plen = int(torch.randint(prompt_tokens[0], prompt_tokens[1] + 1, (1,), generator=g))
+        plen = long_prompt if p == 0 and long_prompt else plen
         prompt = tuple(torch.randint(lo, hi, (plen,), generator=g).tolist())
         for k in range(group):
             n = int(torch.randint(max(1, mean // 2), max(2, 3 * mean // 2 + 1), (1,), generator=g))
@@ -56,21 +82,23 @@ def grpo_batch(prompts: int, group: int, mean: int, vocab: tuple[int, int], seed
     return out
 
 
-def step_seconds(model, opt, trajs, adv, layout: str, pad_id: int, max_tokens: int) -> float:
-    cfg = RLConfig(max_new_tokens=max_tokens, **LAYOUTS[layout])
-    t0 = time.perf_counter()
-    update_policy(model, opt, trajs, adv, cfg, pad_id)
-    return time.perf_counter() - t0
+def step_seconds(model, opt, trajs, adv, layout: str, pad_id: int, max_tokens: int, micro_tokens: int = 0) -> float:
+    cfg = RLConfig(max_new_tokens=max_tokens, micro_tokens=micro_tokens, **LAYOUTS[layout])
+    with one_prompt_pass(layout == "kv-1pass"):
+        t0 = time.perf_counter()
+        update_policy(model, opt, trajs, adv, cfg, pad_id)
+        return time.perf_counter() - t0
 
 
-def compare(model, trajs, layouts, pad_id: int, repeats: int, max_tokens: int, lr: float = 1e-6) -> dict[str, float]:
+def compare(model, trajs, layouts, pad_id: int, repeats: int, max_tokens: int, lr: float = 1e-6,
+            micro_tokens: int = 0) -> dict[str, float]:
     """Median seconds per step for each layout, interleaved so load changes hit all alike."""
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     adv = torch.randn(len(trajs))
     times: dict[str, list[float]] = {k: [] for k in layouts}
     for r in range(repeats + 1):
         for k in layouts:
-            s = step_seconds(model, opt, trajs, adv, k, pad_id, max_tokens)
+            s = step_seconds(model, opt, trajs, adv, k, pad_id, max_tokens, micro_tokens)
             if r:
                 times[k].append(s)
     return {k: statistics.median(v) for k, v in times.items()}
@@ -93,10 +121,10 @@ def table(repeats: int, groups=(4, 8, 16), means=(6, 29, 86)) -> None:
     print("|---|---|" + "---:|" * len(means))
     rows: dict[int, dict[str, list[str]]] = {}
     for G in groups:
-        rows[G] = {k: [] for k in list(LAYOUTS) + ["dense / kv", "plain / kv", "auto picks"]}
+        rows[G] = {k: [] for k in ["plain", "dense", "kv"] + ["dense / kv", "plain / kv", "auto picks"]}
         for m in means:
             trajs = grpo_batch(16, G, m, vocab, seed=G * 100 + m)
-            t = compare(model, trajs, list(LAYOUTS), tok.pad_token_id, repeats, 3 * m // 2 + 1)
+            t = compare(model, trajs, ["plain", "dense", "kv"], tok.pad_token_id, repeats, 3 * m // 2 + 1)
             for k, v in t.items():
                 rows[G][k].append(f"{v:.3f}")
             rows[G]["dense / kv"].append(f"{t['dense'] / t['kv']:.2f}x")
@@ -107,7 +135,7 @@ def table(repeats: int, groups=(4, 8, 16), means=(6, 29, 86)) -> None:
 
 
 def smollm2(repeats: int, path: Path, lora: bool, prompts: int, group: int, mean: int,
-            layouts: list[str]) -> None:
+            layouts: list[str], prompt_tokens: tuple[int, int], long_prompt: int, micro_tokens: int) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     if (path / "config.json").exists():
@@ -127,11 +155,14 @@ def smollm2(repeats: int, path: Path, lora: bool, prompts: int, group: int, mean
 
         model = prepare_model(model, TrainerConfig(lora=LoraConfig()))
         what += ", LoRA r=8 on q_proj,v_proj"
-    trajs = grpo_batch(prompts, group, mean, (100, 49152), seed=1)
+    trajs = grpo_batch(prompts, group, mean, (100, 49152), seed=1, prompt_tokens=prompt_tokens,
+                       long_prompt=long_prompt)
     trained = sum(len(x.token_ids) for t in trajs for x in t.turns)
-    t = compare(model, trajs, layouts, 0, repeats, 3 * mean // 2 + 1)
-    print(f"{what}; {prompts} prompts x {group} samples, {trained} completion tokens per step, "
-          f"{torch.get_num_threads()} threads")
+    t = compare(model, trajs, layouts, 0, repeats, 3 * mean // 2 + 1, micro_tokens=micro_tokens)
+    plens = sorted({len(x.prompt_ids) for x in trajs})
+    print(f"{what}; {prompts} prompts x {group} samples, prompts of {plens[0]}-{plens[-1]} tokens, "
+          f"{trained} completion tokens per step, rl.micro_tokens={micro_tokens}, {torch.get_num_threads()} threads; peak RSS of the process "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB (all layouts: time one alone for its own)")
     print("| layout | s / step | tokens trained / s | vs plain |")
     print("|---|---:|---:|---:|")
     for k in layouts:
@@ -152,13 +183,19 @@ def main() -> None:
     ap.add_argument("--mean-tokens", type=int, default=64, help="--smollm2: mean completion tokens")
     ap.add_argument("--layouts", nargs="+", default=["plain", "dense", "kv"], choices=list(LAYOUTS),
                     help="--smollm2: layouts to time")
+    ap.add_argument("--prompt-tokens", type=int, nargs=2, default=[10, 40], metavar=("LO", "HI"),
+                    help="--smollm2: prompt lengths, uniform in [LO, HI]")
+    ap.add_argument("--long-prompt", type=int, default=0,
+                    help="--smollm2: the first prompt has this many tokens (an IFBench outlier is 2,591)")
+    ap.add_argument("--micro-tokens", type=int, default=0, help="--smollm2: rl.micro_tokens (0: one backward)")
     ap.add_argument("--model-dir", type=Path, default=Path("models/smollm2"))
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, torch {torch.__version__}, "
           f"{a.threads} threads, load {os.getloadavg()[0]:.1f}")
     if a.smollm2:
-        smollm2(a.repeats, a.model_dir, a.lora, a.prompts, a.group, a.mean_tokens, a.layouts)
+        smollm2(a.repeats, a.model_dir, a.lora, a.prompts, a.group, a.mean_tokens, a.layouts, tuple(a.prompt_tokens),
+                a.long_prompt, a.micro_tokens)
     else:
         table(a.repeats, a.groups, a.means)
     print(f"# load at the end {os.getloadavg()[0]:.1f}")

@@ -171,6 +171,10 @@ class RLConfig(Section):
     max_new_tokens: int = Field(default=24, ge=1)
     update_epochs: int = Field(default=1, ge=1)
     minibatches: int = Field(default=1, ge=1)
+    # 0: a minibatch's forward and backward run at once. N: in micro-batches of about N tokens (a
+    # group's prompt counted once), gradients accumulated: the same update for the built-in losses,
+    # activation memory for N tokens instead of the minibatch's (train/update.py).
+    micro_tokens: int = Field(default=0, ge=0)
     share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
     prefix_layout: str = Field(default="auto", pattern="^(auto|kv|dense)$")  # train/prefix_kv.py: kv ~ G*L, dense ~ its square
     dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)

@@ -6,9 +6,11 @@ reads its keys and values, so attention grows with the work (G x L), not with it
     sb = shared_layout("auto", model, trajs, targets, pad)   # rl.prefix_layout: auto | kv | dense
 
 One prompt forward, then a few completion forwards (instead of one forward of everything):
-1. Prompt pass: the U distinct prompts, left-padded to Pmax, with the model's own KV cache on
-   and only the last position's logits (`logits_to_keep=1`): that position predicts the first
-   token of every completion of the group.
+1. Prompt passes: the U distinct prompts, sorted by length and cut into a few passes
+   (`split_passes`), each right-padded to its longest and run with the model's own causal
+   attention (no custom mask, so sdpa's fused kernel) and KV cache, and only the logits of
+   each prompt's last real position (`logits_to_keep`): that position predicts the first
+   token of every completion of the group. Steps 1 and 2 repeat per prompt pass.
 2. Tail passes: the completions, one per row, sorted by length and cut into a few passes so
    rows are padded only to the longest of their pass (`split_passes`: a small dynamic program
    over padding, attention and a per-forward overhead). A row's cache is its prompt's K/V
@@ -27,9 +29,9 @@ model, a random-init GQA Llama with sdpa and eager attention, LoRA through peft)
 
 Limits: gradient checkpointing drops HF's cache inside each layer, so `shared_layout` falls
 back to the dense layout there; attention implementations that may ignore a custom 4D mask
-(flash attention) fall back to the plain layout (`can_share`). As in the dense layout, the
-4D mask replaces the model's own, so a sliding window shorter than prompt + completion is
-not applied. The K/V cache API is HF's (`cache`/`past_key_values`, DynamicCache).
+(flash attention) fall back to the plain layout (`can_share`). The prompt passes use the
+model's own mask; the tail passes' 4D mask replaces it, so a sliding window shorter than
+prompt + completion is not applied to completions (as in the dense layout). The K/V cache API is HF's (`cache`/`past_key_values`, DynamicCache).
 """
 
 from __future__ import annotations
@@ -51,56 +53,85 @@ class TailPass:
     """Completions of about one length, one per row, after their prompts' K/V."""
 
     row_prompt: torch.Tensor  # [R] the prompt each row continues
-    prefix: int  # Pp: the last Pp columns of the left-padded prompt K/V hold every row's prompt
+    prefix: int  # Pp: the first Pp columns of the right-padded prompt K/V hold every row's prompt
     ids: torch.Tensor  # [R, W]
     mask: torch.Tensor  # [R, 1, W, Pp + W] bool: real prompt keys, then causal over the row's own tokens
     pos: torch.Tensor  # [R, W] positions P, P+1, ... after the row's prompt
     pred: torch.Tensor  # [n] flat index r * W + t of the position that predicts a token
     target: torch.Tensor  # [n]
     out: torch.Tensor  # [n] flat index i * T + j into the [B, T] plain layout
+    cost: float = 0.0  # split_passes' token units: above PrefixKVBatch.recompute, recomputed in backward
 
 
 @dataclass
-class PrefixKVBatch:
-    prompt_ids: torch.Tensor  # [U, Pmax] left-padded
-    prompt_mask: torch.Tensor  # [U, 1, Pmax, Pmax] bool: causal over real tokens; padding sees itself
+class PromptPass:
+    """Prompts of about one length, right-padded to Pmax, and the completions that continue them."""
+
+    prompt_ids: torch.Tensor  # [U, Pmax] right-padded: the model's own causal attention is exact for real tokens
     prompt_pos: torch.Tensor  # [U, Pmax]
+    last: torch.Tensor  # [U, 1] each prompt's last real position, whose logits predict its completions' first token
     first_pred: torch.Tensor  # [N1] prompt whose last position predicts a completion's first token
     first_target: torch.Tensor  # [N1]
     first_out: torch.Tensor  # [N1]
     passes: list[TailPass]
+    cost: float = 0.0
+
+
+@dataclass
+class PrefixKVBatch:
+    prompt_passes: list[PromptPass]  # prompts bucketed by length: one long prompt pads no short one
     shape: tuple[int, int]  # (B, T)
     cost: float = 0.0  # estimated work in token units (split_passes' model), for rl.prefix_layout=auto
+    # A pass costing more (rl.micro_tokens) keeps no activations: backward recomputes its forward
+    # (torch.utils.checkpoint). A 2,591-token prompt's 8 completions held ~5 GiB of attention
+    # weights for backward (8 x 9 heads x 192 x 2,783 floats a layer, 30 layers).
+    recompute: float = float("inf")
 
     def logprobs(self, model: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """(log p of every completion token, its entropy), each [B, T]; zeros elsewhere."""
         from transformers import DynamicCache
 
         name = _cache_kwarg(model)
-        out = model(input_ids=self.prompt_ids, attention_mask=attention_mask_for(model, self.prompt_mask),
-                    position_ids=self.prompt_pos, use_cache=True, logits_to_keep=1,
-                    **{name: DynamicCache()})  # no config: no sliding-window cropping of the prompt's keys
-        kv = _cache_layers(getattr(out, name, None) or out.past_key_values)  # per layer [U, kvh, Pmax, D] each
         n = self.shape[0] * self.shape[1]
-        logp, ent = _scored(torch.zeros(n), torch.zeros(n), out.logits[:, -1], self.first_pred,
-                            self.first_target, self.first_out)
-        del out
-        for tp in self.passes:
-            cache = DynamicCache([(k[:, :, -tp.prefix:].index_select(0, tp.row_prompt),
-                                   v[:, :, -tp.prefix:].index_select(0, tp.row_prompt)) for k, v in kv])
-            logits = model(input_ids=tp.ids, attention_mask=attention_mask_for(model, tp.mask), position_ids=tp.pos,
-                           use_cache=True, **{name: cache}).logits  # [R, W, V]
-            logp, ent = _scored(logp, ent, logits.reshape(-1, logits.shape[-1]), tp.pred, tp.target, tp.out)
+        logp, ent = torch.zeros(n), torch.zeros(n)
+        for pp in self.prompt_passes:
+            def prompt(pp=pp):
+                # no mask: causal attention (sdpa's fused kernel; a custom mask cost 1.6x on a 2,591-token
+                # prompt on CPU); no cache config: no sliding-window cropping of the prompt's keys
+                out = model(input_ids=pp.prompt_ids, position_ids=pp.prompt_pos, use_cache=True,
+                            logits_to_keep=pp.last, **{name: DynamicCache()})
+                kv = _cache_layers(getattr(out, name, None) or out.past_key_values)  # per layer [U, kvh, Pmax, D]
+                return (*_picked(out.logits[:, 0], pp.first_pred, pp.first_target), *[x for kv_l in kv for x in kv_l])
+
+            lp, en, *flat = self._run(prompt, pp.cost)
+            logp, ent = logp.scatter(0, pp.first_out, lp), ent.scatter(0, pp.first_out, en)
+            for tp in pp.passes:
+                def tail(*flat, tp=tp):
+                    cache = DynamicCache([(k[:, :, :tp.prefix].index_select(0, tp.row_prompt),
+                                           v[:, :, :tp.prefix].index_select(0, tp.row_prompt))
+                                          for k, v in zip(flat[0::2], flat[1::2])])
+                    logits = model(input_ids=tp.ids, attention_mask=attention_mask_for(model, tp.mask),
+                                   position_ids=tp.pos, use_cache=True, **{name: cache}).logits  # [R, W, V]
+                    return _picked(logits.reshape(-1, logits.shape[-1]), tp.pred, tp.target)
+
+                lp, en = self._run(tail, tp.cost, *flat)
+                logp, ent = logp.scatter(0, tp.out, lp), ent.scatter(0, tp.out, en)
         return logp.view(self.shape), ent.view(self.shape)
 
+    def _run(self, fn: Any, cost: float, *args: torch.Tensor) -> Any:
+        if cost > self.recompute and torch.is_grad_enabled():
+            from torch.utils.checkpoint import checkpoint
 
-def _scored(logp, ent, logits, pred, target, out):
-    """logp, ent [n] with log p(target) and the entropy at logits[pred] written at `out`."""
+            return checkpoint(fn, *args, use_reentrant=False)
+        return fn(*args)
+
+
+def _picked(logits: torch.Tensor, pred: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log p(target), entropy) at logits[pred], each [m]; the entropy carries no gradient."""
     lsm = torch.log_softmax(logits[pred].float(), -1)  # [m, V]
-    logp = logp.scatter(0, out, lsm.gather(-1, target.unsqueeze(-1)).squeeze(-1))
     with torch.no_grad():
-        ent = ent.scatter(0, out, -(lsm.exp() * lsm).sum(-1))
-    return logp, ent
+        ent = -(lsm.exp() * lsm).sum(-1)
+    return lsm.gather(-1, target.unsqueeze(-1)).squeeze(-1), ent
 
 
 def _cache_kwarg(model: Any) -> str:
@@ -163,37 +194,55 @@ def split_passes(lengths: Sequence[int], prefix: int, keys_per_token: float, pas
 
 
 def prefix_kv_batch(trajs: Sequence[Trajectory], targets: int, pad_id: int, keys_per_token: float = 1000.0,
-                    pass_tokens: float = 256.0, max_passes: int = 8) -> PrefixKVBatch | None:
+                    pass_tokens: float = 256.0, max_passes: int = 8,
+                    recompute: float = float("inf")) -> PrefixKVBatch | None:
     """The prefix-K/V layout of `trajs`, or None when no two of them share a prompt (no gain).
-    Completions run one per row, sorted by length and cut into passes (`split_passes`) so
-    padding and attention over padding stay small; `shared_layout` sets the cost constants
-    from the model's shape."""
+    Prompts are sorted by length and cut into prompt passes (`split_passes` again, with no
+    prefix): a 2,600-token prompt among 300-token ones would otherwise pad every prompt, and
+    every completion's prefix, to 2,600. Within a prompt pass, completions run one per row,
+    sorted by length and cut into tail passes so padding and attention over padding stay
+    small; `shared_layout` sets the cost constants from the model's shape."""
     groups: dict[tuple[int, ...], list[int]] = {}
     for i, t in enumerate(trajs):
         groups.setdefault(tuple(t.prompt_ids), []).append(i)
     if all(len(g) < 2 for g in groups.values()):
         return None
     tails = [_tail(t) for t in trajs]
-    prompts = list(groups)
+    prompts = sorted(groups, key=lambda p: -len(p))
+    plens = [len(p) for p in prompts]
+    cuts = split_passes(plens, 0, keys_per_token, pass_tokens, max_passes)
+    parts, cost = [], 0.0
+    for a, b in zip(cuts, cuts[1:]):
+        part, c = _prompt_pass(prompts[a:b], groups, trajs, tails, targets, pad_id, keys_per_token, pass_tokens,
+                               max_passes)
+        parts.append(part)
+        cost += c
+    return PrefixKVBatch(parts, (len(trajs), targets), cost, recompute)
+
+
+def _prompt_pass(prompts: list[tuple[int, ...]], groups: dict[tuple[int, ...], list[int]],
+                 trajs: Sequence[Trajectory], tails: list[list[int]], targets: int, pad_id: int,
+                 keys_per_token: float, pass_tokens: float, max_passes: int) -> tuple[PromptPass, float]:
+    """One prompt pass over `prompts` (and every sample of theirs), with its estimated cost;
+    its output indices address the whole batch's [B, T] layout."""
     of_prompt = {i: u for u, p in enumerate(prompts) for i in groups[p]}
     Pm, U = max(len(p) for p in prompts), len(prompts)
     p_ids = torch.full((U, Pm), pad_id, dtype=torch.long)
     p_pos = torch.zeros((U, Pm), dtype=torch.long)
     p_real = torch.zeros((U, Pm), dtype=torch.bool)
+    p_pos[:] = torch.arange(Pm)  # padding continues the positions: it comes after every real token
     for u, p in enumerate(prompts):
-        off = Pm - len(p)
-        p_ids[u, off:] = torch.tensor(p, dtype=torch.long)
-        p_pos[u, off:] = torch.arange(len(p))
-        p_real[u, off:] = True
-    p_mask = (torch.tril(torch.ones(Pm, Pm, dtype=torch.bool)) & p_real[:, None, :]) | torch.eye(Pm, dtype=torch.bool)
-    order = sorted((i for i in range(len(trajs)) if tails[i]), key=lambda i: -len(tails[i]))
+        p_ids[u, :len(p)] = torch.tensor(p, dtype=torch.long)
+        p_real[u, :len(p)] = True
+    order = sorted((i for i in of_prompt if tails[i]), key=lambda i: -len(tails[i]))
     lens = [len(tails[i]) for i in order]
     t = lambda x: torch.tensor(x, dtype=torch.long)  # noqa: E731
     # tail token j of sample i is target P + j - 1 of the plain layout; token 0 is predicted by the prompt
     start = {i: i * targets + len(trajs[i].prompt_ids) - 1 for i in order}
     passes = []
     cuts = split_passes(lens, Pm, keys_per_token, pass_tokens, max_passes) if order else [0]
-    cost = U * Pm * (1 + Pm / keys_per_token) + pass_tokens
+    cost = p_cost = U * Pm * (1 + Pm / keys_per_token)
+    cost += pass_tokens
     for a, b in zip(cuts, cuts[1:]):
         rows = order[a:b]
         W, R = lens[a], len(rows)
@@ -214,12 +263,13 @@ def prefix_kv_batch(trajs: Sequence[Trajectory], targets: int, pad_id: int, keys
         real = torch.arange(W)[None, :] < t(n_real)[:, None]  # [R, W]
         rp = t([of_prompt[i] for i in rows])
         own = (torch.tril(torch.ones(W, W, dtype=torch.bool)) & real[:, None, :]) | torch.eye(W, dtype=torch.bool)
-        sees = p_real[rp][:, None, -Pp:] & real[:, :, None]  # [R, W, Pp]; padding queries see only themselves
+        sees = p_real[rp][:, None, :Pp] & real[:, :, None]  # [R, W, Pp]; padding queries see only themselves
         mask = torch.cat((sees, own), dim=-1).unsqueeze(1)  # [R, 1, W, Pp + W]
-        passes.append(TailPass(rp, Pp, ids, mask, pos, _long(pred), _long(target), _long(out)))
-        cost += R * W * (1 + (Pp + W) / keys_per_token) + pass_tokens
-    return PrefixKVBatch(p_ids, p_mask.unsqueeze(1), p_pos, t([of_prompt[i] for i in order]),
-                         t([tails[i][0] for i in order]), t([start[i] for i in order]), passes, (len(trajs), targets), cost)
+        tp_cost = R * W * (1 + (Pp + W) / keys_per_token)
+        passes.append(TailPass(rp, Pp, ids, mask, pos, _long(pred), _long(target), _long(out), tp_cost))
+        cost += tp_cost + pass_tokens
+    return PromptPass(p_ids, p_pos, t([len(p) - 1 for p in prompts])[:, None], t([of_prompt[i] for i in order]),
+                      t([tails[i][0] for i in order]), t([start[i] for i in order]), passes, p_cost), cost
 
 
 def dense_cost(trajs: Sequence[Trajectory], keys_per_token: float, pass_tokens: float) -> float:
@@ -247,7 +297,8 @@ def cost_constants(model: Any) -> dict[str, float]:
     return dict(keys_per_token=h + 0.75 * inter, pass_tokens=max(256.0, 1e8 * layers / max(params, 1)))
 
 
-def shared_layout(name: str, model: Any, trajs: Sequence[Trajectory], targets: int, pad_id: int) -> Any:
+def shared_layout(name: str, model: Any, trajs: Sequence[Trajectory], targets: int, pad_id: int,
+                  recompute: float = float("inf")) -> Any:
     """The shared-prefix batch `rl.prefix_layout` names, or None for the plain layout (no shared
     prompt, or attention that may ignore a custom mask). "kv": prefix_kv_batch; "dense":
     shared_prefix.share_prefixes; "auto": whichever the cost model says is cheaper (dense wins
@@ -264,7 +315,7 @@ def shared_layout(name: str, model: Any, trajs: Sequence[Trajectory], targets: i
     if name == "dense":
         return share_prefixes(trajs, targets, pad_id)
     k = cost_constants(model)
-    kb = prefix_kv_batch(trajs, targets, pad_id, **k)
+    kb = prefix_kv_batch(trajs, targets, pad_id, **k, recompute=recompute)
     if name == "auto" and kb is not None and kb.cost > dense_cost(trajs, **k):
         return share_prefixes(trajs, targets, pad_id)
     return kb

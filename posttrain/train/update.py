@@ -60,7 +60,8 @@ class SampleLayout:
         if cfg.dedup_samples:
             uniq, self.inv = unique_samples(sub)
         if cfg.share_prefix:  # rl.prefix_layout: kv (prompt K/V reused) or dense (one 4D-masked row)
-            self.sb = shared_layout(cfg.prefix_layout, model, uniq, tb.loss_mask.shape[1], pad_id)
+            self.sb = shared_layout(cfg.prefix_layout, model, uniq, tb.loss_mask.shape[1], pad_id,
+                                    recompute=cfg.micro_tokens or float("inf"))
         if self.sb is None and len(uniq) < len(sub):
             self.tu = pack_trajectories(uniq, pad_id)  # same width as tb: the longest sample is kept
 
@@ -82,14 +83,41 @@ def policy_logprobs(model: Any, sub: Sequence[Trajectory], tb: Any, pad_id: int,
     return SampleLayout(model, sub, tb, pad_id, cfg).logprobs(model)
 
 
+def micro_batches(sub: Sequence[Trajectory], micro_tokens: int) -> list[list[int]]:
+    """`sub`'s indices cut into micro-batches of about `micro_tokens` tokens each (`rl.micro_tokens`;
+    0: one micro-batch). A group's prompt counts once, as the shared layouts run it, and a group
+    is never cut: a piece would run its prompt again (a 2,591-token prompt costs ~20 s forward
+    and backward on SmolLM2, 2 cores), so a group larger than the limit is a micro-batch alone."""
+    if micro_tokens <= 0:
+        return [list(range(len(sub)))]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, t in enumerate(sub):
+        groups.setdefault(tuple(t.prompt_ids), []).append(i)
+    out, cur, used = [], [], 0
+    for prompt, idx in groups.items():
+        n = len(prompt) + sum(len(x.token_ids) for i in idx for x in sub[i].turns)
+        if cur and used + n > micro_tokens:
+            out.append(cur)
+            cur, used = [], 0
+        cur += idx
+        used += n
+    return out + [cur] if cur else out
+
+
 def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajectory], adv: torch.Tensor,
                   cfg: RLConfig, pad_id: int, ref_model: Any | None = None, tcfg: Any = None,
                   correction: Any = None) -> dict[str, float]:
     """`tcfg` (the run's `trainer:` section) switches on bf16 autocast where configured. `correction`
     (the asynchronous loop, train/async_rl/correction.py): `correction(model, trajs, pad_id, cfg)` is
-    called once before any step and returns `fn(mb, tb) -> (old_logp, mask, stats)` for each minibatch."""
-    from posttrain.train.lora import autocast
+    called once before any step and returns `fn(mb, tb) -> (old_logp, mask, stats)` for each minibatch.
 
+    Each minibatch is one optimizer step. With `rl.micro_tokens`, its forward and backward run
+    in micro-batches and the gradients accumulate, so activations are held for one micro-batch
+    at a time (on SmolLM2, ~1.2 MB a token). A micro-batch's loss is the minibatch's loss with
+    the other rows' logprobs held constant (their old logprobs stand in): its gradient is that
+    micro-batch's exact share for a loss that is a sum over rows with mask-only normalisers,
+    which every built-in loss is (tests/unit/train/test_micro_batches.py checks each). The
+    loss and its statistics are then computed once over the whole minibatch's logprobs."""
     loss_fn = registry("loss").get(cfg.loss)
     kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ref_model is not None else None
     model.train()
@@ -101,31 +129,74 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
         for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
             tb = pack_trajectories(sub, pad_id)
-            layout = SampleLayout(model, sub, tb, pad_id, cfg)
-            with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():
-                logp, ent_tok = layout.logprobs(model)  # [b, L-1] each
-            logp = logp.float()
             old_logp, loss_mask, cst = (tb.old_logp, tb.loss_mask, {}) if corr is None else corr(mb, tb)
-            loss, st = loss_fn(logp, old_logp, adv[mb], loss_mask, **cfg.loss_kwargs())
-            st.update(cst)
-            if kl_fn is not None:
+            where = f"minibatch {k_mb} (epoch {_epoch}) of tasks {[t.task_id for t in sub[:4]]}"
+            opt.zero_grad(set_to_none=True)
+            logp, ent_tok, kl, loss_st = _forward_backward(model, sub, tb, adv[mb], old_logp, loss_mask, cfg, pad_id,
+                                                           loss_fn, kl_fn, ref_model, tcfg, where)
+            if loss_st is None:  # micro-batched: the loss and its statistics over the whole minibatch
                 with torch.no_grad():
-                    ref_logp = layout.logprobs(ref_model)[0]
-                kl = (kl_fn(logp, ref_logp) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
+                    loss_st = loss_fn(logp, old_logp, adv[mb], loss_mask, **cfg.loss_kwargs())
+            loss, st = loss_st
+            loss = loss.detach()
+            st.update(cst)
+            if kl is not None:
                 loss = loss + cfg.kl_coef * kl
                 st["kl"] = float(kl)
-            if not math.isfinite(float(loss.detach())):
-                raise NonFiniteLoss(f"non-finite loss {float(loss.detach())} on minibatch {k_mb} (epoch {_epoch}) of tasks "
-                                    f"{[t.task_id for t in sub[:4]]}")
-            opt.zero_grad(set_to_none=True)
-            (loss / 1.0).backward()
             gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             opt.step()
             with torch.no_grad():
                 ent = (ent_tok * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 mismatch = ((logp - tb.old_logp).abs() * tb.loss_mask).max()
-            for k, v in {"loss": float(loss.detach()), "grad_norm": float(gnorm), "entropy": float(ent),
+            for k, v in {"loss": float(loss), "grad_norm": float(gnorm), "entropy": float(ent),
                          "logprob_mismatch": float(mismatch), **st}.items():
                 totals[k] = totals.get(k, 0.0) + v / (n_mb * cfg.update_epochs)
     model.eval()
     return totals
+
+
+def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch.Tensor, old_logp: torch.Tensor,
+                      loss_mask: torch.Tensor, cfg: RLConfig, pad_id: int, loss_fn: Any, kl_fn: Any,
+                      ref_model: Any, tcfg: Any, where: str) -> tuple[torch.Tensor, torch.Tensor, Any, Any]:
+    """Gradients of the minibatch's loss accumulated into the parameters, micro-batch by micro-batch;
+    returns the minibatch's (logp, entropy) [b, L-1], detached, the KL term (None without one), and
+    the loss function's (loss, stats) when one micro-batch was the whole minibatch (else None)."""
+    from posttrain.train.lora import autocast
+
+    chunks = micro_batches(sub, cfg.micro_tokens) if not tb.model_inputs else [list(range(len(sub)))]
+    logp_all, ent_all = torch.zeros_like(tb.old_logp), torch.zeros_like(tb.old_logp)
+    ref_all = torch.zeros_like(tb.old_logp) if kl_fn is not None else None
+    for idx in chunks:
+        whole = len(idx) == len(sub)
+        part = sub if whole else [sub[i] for i in idx]
+        tbm = tb if whole else pack_trajectories(part, pad_id)
+        layout = SampleLayout(model, part, tbm, pad_id, cfg)
+        with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():
+            lp, ent = layout.logprobs(model)  # [m, Lm-1] each
+        lp = lp.float()
+        rows, width = torch.tensor(idx), lp.shape[1]
+        if whole:
+            full = lp
+        else:  # the other rows' old logprobs stand in: constants, so no gradient reaches them
+            full = old_logp.detach().clone()
+            full[rows, :width] = lp
+        out = loss_fn(full, old_logp, adv, loss_mask, **cfg.loss_kwargs())  # (loss, stats)
+        loss = out[0]
+        if kl_fn is not None:
+            with torch.no_grad():
+                ref = layout.logprobs(ref_model)[0].float()
+            ref_full = ref if whole else full.detach().clone()
+            if not whole:
+                ref_full[rows, :width] = ref
+            ref_all[rows, :width] = ref
+            loss = loss + cfg.kl_coef * (kl_fn(full, ref_full) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
+        if not math.isfinite(float(loss.detach())):
+            raise NonFiniteLoss(f"non-finite loss {float(loss.detach())} on {where}")
+        loss.backward()
+        logp_all[rows, :width] = lp.detach()
+        ent_all[rows, :width] = ent.detach().to(ent_all.dtype)
+    kl = None
+    if kl_fn is not None:
+        with torch.no_grad():
+            kl = (kl_fn(logp_all, ref_all) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
+    return logp_all, ent_all, kl, (out if len(chunks) == 1 else None)

@@ -68,7 +68,7 @@ class FastEngine:
                  speculative: str | None = None, num_draft: int = 4, draft_model: Any = None, ngram_max: int = 3,
                  device: str | None = None, dtype: str | None = None, cuda_graphs: bool = False,
                  prefill_tokens: int = 8192, seed: int = 0, ignore_eos: bool = False,
-                 static_decode: bool = False) -> None:
+                 static_decode: bool = False, kv_mb: float = 4096.0) -> None:
         eos = getattr(tokenizer, "eos_token_id", None)
         if eos is None:
             raise ModelError("tokenizer has no EOS token (eos_token_id is None): generation could never stop; "
@@ -77,6 +77,8 @@ class FastEngine:
                           ("ngram_max", ngram_max), ("prefill_tokens", prefill_tokens)):
             if not isinstance(val, int) or val < 1:
                 raise ConfigError(f"engine.args.{name} must be an integer >= 1, got {val!r}")
+        if not (isinstance(kv_mb, (int, float)) and math.isfinite(kv_mb) and kv_mb > 0):
+            raise ConfigError(f"engine.args.kv_mb must be a number of MiB > 0, got {kv_mb!r}")
         tdtype = getattr(torch, dtype) if dtype else None
         self.lm = FastLM.from_hf(model, tdtype, device, max_len=max_model_len)  # ModelError if unsupported
         self.tok = tokenizer
@@ -85,7 +87,9 @@ class FastEngine:
         s = self.lm.shape
         self.max_len = min(s.max_pos, max_model_len or s.max_pos)
         self.max_batch, self.prefill_tokens, self.cache_outputs = max_batch, prefill_tokens, cache_outputs
-        per_block = 2 * s.layers * s.kv_heads * block_size * s.head_dim * self.lm.embed.element_size()
+        self.kv_token_bytes = 2 * s.layers * s.kv_heads * s.head_dim * self.lm.embed.element_size()  # K+V, all layers
+        self.kv_bytes = int(kv_mb * 2**20)  # what the decode lanes may hold (`_phases`, `_ensure_lanes`)
+        per_block = self.kv_token_bytes * block_size
         self.store = PagedStore(s.layers, s.kv_heads, s.head_dim, max(1, int(cache_mb * 2**20 // per_block)),
                                 block_size, self.lm.dtype, self.lm.device)
         self.vision = ImageEncoder.from_hf(model) if is_vlm(model) else None  # LLaVA-style VLM: images
@@ -133,15 +137,18 @@ class FastEngine:
             else:
                 dl = None if r.deadline_s is None else t0 + r.deadline_s
                 queue.append(_Waiting(i, list(range(r.params.n)), dl))
-        if queue:
-            self._ensure_lanes(requests, queue)
         self._seeds = {w.req: (requests[w.req].params.seed if requests[w.req].params.seed is not None
                                else self._rng.getrandbits(62)) for w in queue}
-        while queue or self.active:
-            self._expire(queue, requests, done)
-            self._admit(queue, requests, done)
-            if self.active:
-                self._step(done)
+        for phase in self._phases(requests, queue):
+            self._ensure_lanes(requests, phase)
+            while phase or self.active:
+                self._expire(phase, requests, done)
+                self._admit(phase, requests, done)
+                if self.active:
+                    self._step(done)
+        if self.lanes is not None and not self._static_opts and \
+                self.lanes.n * self.lanes.cap * self.kv_token_bytes > self.kv_bytes // 4:
+            self.lanes = None  # big lanes go back between calls (an RL update needs the memory); small stay
         return [done[(i, k)] for i, r in enumerate(requests) for k in range(r.params.n)]
 
     def load_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None = None
@@ -204,14 +211,50 @@ class FastEngine:
             return "stop strings must be non-empty"
         return ""
 
-    def _ensure_lanes(self, requests: Sequence[GenRequest], queue: deque) -> None:
+    def _need(self, r: GenRequest) -> int:
+        """Lane positions a sample of `r` can fill: prompt, new tokens, and the speculator's lookahead."""
         slack = (self.spec.lookahead + 1) if self.spec is not None else 1
-        need_len = max(min(len(requests[w.req].prompt_ids) + requests[w.req].params.max_new_tokens, self.max_len)
-                       for w in queue) + slack
-        need_n = min(self.max_batch, sum(len(w.samples) for w in queue))
+        return min(len(r.prompt_ids) + r.params.max_new_tokens, self.max_len) + slack
+
+    def _phases(self, requests: Sequence[GenRequest], queue: deque) -> list[deque]:
+        """The queue cut into phases that each fit the KV budget at full batch, run one after the other.
+
+        Lanes are dense and share one length (kv_cache.py says why), so a single 2,600-token
+        prompt among 300-token ones would size all max_batch lanes to it: 64 x 2,800 tokens of
+        SmolLM2 K/V is 8 GiB. Requests are taken shortest first; a phase closes when its lanes,
+        min(max_batch, samples) x the longest need, would pass `kv_mb`. One queue that fits is
+        one phase, in its own order; a request that alone does not fit runs with fewer lanes."""
+        if not queue:
+            return []
+        need = {w.req: self._need(requests[w.req]) for w in queue}
+        budget, per = self.kv_bytes, self.kv_token_bytes
+
+        def fits(ws: list) -> bool:
+            return min(self.max_batch, sum(len(w.samples) for w in ws)) * max(need[w.req] for w in ws) * per <= budget
+
+        if fits(list(queue)):
+            return [queue]
+        phases, cur = [], []
+        for w in sorted(queue, key=lambda w: need[w.req]):
+            if cur and not fits(cur + [w]):
+                phases.append(deque(cur))
+                cur = []
+            cur.append(w)
+        return phases + [deque(cur)]
+
+    def _ensure_lanes(self, requests: Sequence[GenRequest], queue: deque) -> None:
+        """Lanes for `queue`: as many as it has samples (at most max_batch, and at most what fits
+        `kv_mb` at its longest need), reused when the current ones cover that within the budget."""
+        need_len = max(self._need(requests[w.req]) for w in queue)
+        fit = max(1, self.kv_bytes // (need_len * self.kv_token_bytes))
+        need_n = min(self.max_batch, sum(len(w.samples) for w in queue), fit)
         if self.lanes is None or self.lanes.n < need_n or self.lanes.cap < need_len:
-            n = max(need_n, self.lanes.n if self.lanes else 0)
-            cap = max(need_len, self.lanes.cap if self.lanes else 0)
+            n, cap = need_n, need_len
+            if self.lanes is not None:  # grow rather than shrink, while the grown lanes fit the budget
+                gn, gcap = max(n, self.lanes.n), max(cap, self.lanes.cap)
+                if gn * gcap * self.kv_token_bytes <= self.kv_bytes:
+                    n, cap = gn, gcap
+            self.lanes = None  # free the old lanes before allocating: never both at once
             if self._static_opts:
                 from posttrain.rollout.fast.cuda import StaticDecoder, bucket
 

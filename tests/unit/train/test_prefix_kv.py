@@ -66,11 +66,11 @@ def grads(model, fn, weights):
     return [p.grad.clone() for p in model.parameters() if p.grad is not None]
 
 
-def assert_same_grads(model, pad: int, ts):
+def assert_same_grads(model, pad: int, ts, **kw):
     tb = pack_trajectories(ts, pad)
     w = torch.randn(tb.loss_mask.shape, generator=torch.Generator().manual_seed(0)) * tb.loss_mask
     a = grads(model, lambda: token_logprobs(model, tb.input_ids, tb.attention_mask)[0], w)
-    b = grads(model, lambda: prefix_kv_batch(ts, tb.loss_mask.shape[1], pad, pass_tokens=0).logprobs(model)[0], w)
+    b = grads(model, lambda: prefix_kv_batch(ts, tb.loss_mask.shape[1], pad, pass_tokens=0, **kw).logprobs(model)[0], w)
     assert len(a) == len(b) > 0
     assert all(torch.allclose(x, y, atol=1e-5, rtol=1e-4) for x, y in zip(a, b))
 
@@ -185,3 +185,57 @@ def test_an_unknown_layout_is_refused_by_the_config():
 
     with pytest.raises(ValidationError, match="prefix_layout"):
         RLConfig(prefix_layout="flash")
+
+
+LONG = tuple(30 + j % 30 for j in range(40))  # a 40-token prompt among prompts of 2 and 4
+
+
+def with_long_prompt():
+    out = trajs(((0, 3), (0, 5), (1, 4), (1, 2)))
+    return out + [Trajectory("tl", "v", "d", LONG, (Turn("assistant", "", (21 + k, 22, 23), (0.0,) * 3),), group=9,
+                             sample=k) for k in range(2)]
+
+
+def test_a_long_prompt_runs_in_its_own_prompt_pass(tiny):
+    """Left-padding every prompt to the longest would run the short ones at 40 tokens each."""
+    model, pad = tiny
+    ts = with_long_prompt()
+    seen = []
+    hook = model.get_input_embeddings().register_forward_hook(lambda mod, args, out: seen.append(args[0].shape))
+    try:
+        with torch.no_grad():
+            prefix_kv_batch(ts, 48, pad, pass_tokens=10.0).logprobs(model)
+    finally:
+        hook.remove()
+    wide = [tuple(s) for s in seen if s[1] >= len(LONG)]  # every tail is at most 5 tokens wide
+    assert wide == [(1, len(LONG))]
+
+
+def test_logprobs_match_the_plain_layout_with_a_long_prompt(tiny):
+    with torch.no_grad():
+        m, plain, _, kv, _ = plain_and_kv(*tiny, with_long_prompt(), pass_tokens=10.0)
+    assert torch.allclose(plain * m, kv * m, atol=1e-5)
+
+
+def test_recomputed_passes_give_the_same_gradients(tiny):
+    """recompute=0: every pass keeps no activations and backward runs its forward again."""
+    assert_same_grads(*tiny, trajs(), recompute=0.0)
+
+
+def saved_bytes(model, pad, ts, **kw) -> int:
+    """Bytes autograd keeps for backward over one forward of the layout."""
+    total = [0]
+
+    def pack(t):
+        total[0] += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        prefix_kv_batch(ts, 32, pad, pass_tokens=0, **kw).logprobs(model)
+    return total[0]
+
+
+def test_recomputed_passes_keep_less_for_backward(tiny):
+    model, pad = tiny
+    ts = trajs()
+    assert saved_bytes(model, pad, ts, recompute=0.0) < saved_bytes(model, pad, ts) / 3
