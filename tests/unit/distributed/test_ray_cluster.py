@@ -9,7 +9,6 @@ one kills pt_node_b. The fixture kills every process of the cluster by pid, even
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import pytest
@@ -123,16 +122,15 @@ def _run_rl(cfg, run_dir, kill=None):
     if kill is not None:
         orig = st.engine.generate
 
-        def generate(reqs):  # step 1: kill the node's raylet while its share of the batch is in flight
-            if st.step == 1 and "timer" not in kill:
+        def generate(reqs):  # step 1: kill node b's raylet, then generate: its share must move to node a
+            if st.step == 1 and "pid" not in kill:
                 kill["node_id"] = _node_id("pt_node_b")
-                kill["timer"] = threading.Timer(0.3, lambda: kill.update(pid=kill["cluster"].kill_raylet("pt_node_b")))
-                kill["timer"].start()
-            if st.step == 2 and "timer" in kill:
-                kill["timer"].join()  # the kill has landed (mid-step 1, or during its update if step 1 was quick)
+                kill["pid"] = kill["cluster"].kill_raylet("pt_node_b")
                 # A raylet's workers can keep answering direct calls until the GCS declares the
-                # node dead (health checks: ~10 s here); a tiny step is shorter than that, so
-                # step 2 waits for the verdict the way a real run's later steps would meet it.
+                # node dead (health checks: ~10 s here). Waiting for that verdict here, inside the
+                # step, makes this generate call the first contact with the dead node. (With the
+                # kill on a timer, it sometimes landed after the generation, and step 2's weight
+                # sync met the dead worker first: nothing was left to resubmit.)
                 kill["dead_after_s"] = _wait_node_dead(kill["node_id"], 60)
                 kill["gone_after_s"] = _wait_actors_gone([w.handle for w in st.engine.workers
                                                           if w.name.startswith("pt_node_b")], 60)
@@ -199,6 +197,6 @@ def test_node_killed_mid_step_run_completes_exactly_once(cluster, tmp_path):
     last = st.metrics.read()[-1]
     dead = [w for w in st.engine.workers if not w.alive]
     assert [w.name.split("/")[0] for w in dead] == ["pt_node_b"] and last["cluster/rollout/workers_alive"] == 1
-    # step 2's first call to the dead node was its share of the generation: resubmitted to node a
+    # step 1's first call to the dead node was its share of the generation: resubmitted to node a
     assert last["cluster/rollout/resubmitted"] >= 1
     assert last["weights_version"] == 3 and time.time() - t0 < 600
