@@ -96,8 +96,8 @@ class PrefixKVBatch:
         logp, ent = torch.zeros(n), torch.zeros(n)
         for pp in self.prompt_passes:
             def prompt(pp=pp):
-                # no mask: causal attention (sdpa's fused kernel; a custom mask cost 1.6x on a 2,591-token
-                # prompt on CPU); no cache config: no sliding-window cropping of the prompt's keys
+                # no mask: the model's causal attention (sdpa may use its fused kernel, which a custom
+                # mask rules out); no cache config: no sliding-window cropping of the prompt's keys
                 out = model(input_ids=pp.prompt_ids, position_ids=pp.prompt_pos, use_cache=True,
                             logits_to_keep=pp.last, **{name: DynamicCache()})
                 kv = _cache_layers(getattr(out, name, None) or out.past_key_values)  # per layer [U, kvh, Pmax, D]

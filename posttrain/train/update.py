@@ -86,8 +86,8 @@ def policy_logprobs(model: Any, sub: Sequence[Trajectory], tb: Any, pad_id: int,
 def micro_batches(sub: Sequence[Trajectory], micro_tokens: int) -> list[list[int]]:
     """`sub`'s indices cut into micro-batches of about `micro_tokens` tokens each (`rl.micro_tokens`;
     0: one micro-batch). A group's prompt counts once, as the shared layouts run it, and a group
-    is never cut: a piece would run its prompt again (a 2,591-token prompt costs ~20 s forward
-    and backward on SmolLM2, 2 cores), so a group larger than the limit is a micro-batch alone."""
+    is never cut: a piece would run its prompt again (cutting groups made a step with a 2,591-
+    token prompt 2.2x slower: docs/benchmarks.md), so a group larger than the limit is a micro-batch alone."""
     if micro_tokens <= 0:
         return [list(range(len(sub)))]
     groups: dict[tuple[int, ...], list[int]] = {}
