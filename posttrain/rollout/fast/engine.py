@@ -147,7 +147,7 @@ class FastEngine:
                 if self.active:
                     self._step(done)
         if self.lanes is not None and not self._static_opts and \
-                self.lanes.n * self.lanes.cap * self.kv_token_bytes > self.kv_bytes // 4:
+                self._lane_bytes(self.lanes.n, self.lanes.cap) > self.kv_bytes // 4:
             self.lanes = None  # big lanes go back between calls (an RL update needs the memory); small stay
         return [done[(i, k)] for i, r in enumerate(requests) for k in range(r.params.n)]
 
@@ -216,6 +216,10 @@ class FastEngine:
         slack = (self.spec.lookahead + 1) if self.spec is not None else 1
         return min(len(r.prompt_ids) + r.params.max_new_tokens, self.max_len) + slack
 
+    def _lane_bytes(self, n: int, cap: int) -> int:
+        """K and V of `n` lanes of `cap` positions (what `kv_mb` bounds)."""
+        return n * cap * self.kv_token_bytes
+
     def _phases(self, requests: Sequence[GenRequest], queue: deque) -> list[deque]:
         """The queue cut into phases that each fit the KV budget at full batch, run one after the other.
 
@@ -227,10 +231,10 @@ class FastEngine:
         if not queue:
             return []
         need = {w.req: self._need(requests[w.req]) for w in queue}
-        budget, per = self.kv_bytes, self.kv_token_bytes
 
         def fits(ws: list) -> bool:
-            return min(self.max_batch, sum(len(w.samples) for w in ws)) * max(need[w.req] for w in ws) * per <= budget
+            n = min(self.max_batch, sum(len(w.samples) for w in ws))
+            return self._lane_bytes(n, max(need[w.req] for w in ws)) <= self.kv_bytes
 
         if fits(list(queue)):
             return [queue]
@@ -246,13 +250,13 @@ class FastEngine:
         """Lanes for `queue`: as many as it has samples (at most max_batch, and at most what fits
         `kv_mb` at its longest need), reused when the current ones cover that within the budget."""
         need_len = max(self._need(requests[w.req]) for w in queue)
-        fit = max(1, self.kv_bytes // (need_len * self.kv_token_bytes))
+        fit = max(1, self.kv_bytes // self._lane_bytes(1, need_len))
         need_n = min(self.max_batch, sum(len(w.samples) for w in queue), fit)
         if self.lanes is None or self.lanes.n < need_n or self.lanes.cap < need_len:
             n, cap = need_n, need_len
             if self.lanes is not None:  # grow rather than shrink, while the grown lanes fit the budget
                 gn, gcap = max(n, self.lanes.n), max(cap, self.lanes.cap)
-                if gn * gcap * self.kv_token_bytes <= self.kv_bytes:
+                if self._lane_bytes(gn, gcap) <= self.kv_bytes:
                     n, cap = gn, gcap
             self.lanes = None  # free the old lanes before allocating: never both at once
             if self._static_opts:
