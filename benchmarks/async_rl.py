@@ -14,7 +14,8 @@ after RL with an exact McNemar test paired by task against K = 0.
 
 `--ks 0,0h,1,2`: `0h` is K = 0 with half the torch threads, the thread count each side of
 the asynchronous loop gets (train/async_rl/loop.py), which separates the overlap from the
-thread count.
+thread count. `1p`, `2p`: K = 1 or 2 with rl.partial_rollouts (the engine takes the trainer's
+new weights between decode steps of a batch in flight, docs/async_rl.md).
 
 Domains: `tools` (calculator agent episodes, rollout/agent/tasks.py, a plan-demonstration SFT
 warm-up) and `code` (programs run in the process sandbox, a sandbox-heavy verifier; oracle SFT).
@@ -100,7 +101,10 @@ def run_side(domain, k, ov, model, tok, train, held, sandbox, steps):
 
     base = load_preset("agent") if domain == "tools" else None
     halved = k == "0h"  # K = 0 with the torch threads the async loop gives each side (half)
-    cfg = load_config(None, [*ov, f"rl.steps={steps}", f"rl.max_staleness={0 if halved else k}"], base=base)
+    partial = str(k).endswith("p")  # rl.partial_rollouts: new weights taken mid-batch
+    kk = 0 if halved else int(str(k).rstrip("p"))
+    cfg = load_config(None, [*ov, f"rl.steps={steps}", f"rl.max_staleness={kk}",
+                             f"rl.partial_rollouts={str(partial).lower()}"], base=base)
     threads = torch.get_num_threads()
     with tempfile.TemporaryDirectory() as d:
         st = build_state(cfg, Path(d), copy.deepcopy(model), tok, train, held, sandbox)
@@ -117,6 +121,8 @@ def run_side(domain, k, ov, model, tok, train, held, sandbox, steps):
             "samples": len(rows) * cfg.rl.prompts_per_step * cfg.rl.group_size, "phases": phases,
             "pass@1": res.mean_over_domains(), "passed": res.passed,
             "staleness_max": max((r.get("async/staleness", 0) for r in rows), default=0),
+            "inflight_updates": sum(r.get("async/inflight_updates", 0) for r in rows),
+            "partial_frac_mean": sum(r.get("async/partial_frac", 0.0) for r in rows) / max(1, len(rows)),
             "offpolicy_kl_mean": sum(r.get("train/offpolicy/kl", 0.0) for r in rows) / max(1, len(rows)),
             "reward_mean": sum(r["reward/mean"] for r in rows) / max(1, len(rows)),
             "prompts_per_step": cfg.rl.prompts_per_step,
@@ -153,7 +159,7 @@ def main() -> None:
         t0 = time.perf_counter()
         ov, model, tok, train, held, sandbox = (_tools_setup if domain == "tools" else _code_setup)(args, cache)
         print(f"[{domain}] warm-up {time.perf_counter() - t0:.0f}s", flush=True)
-        ks = [k if k == "0h" else int(k) for k in args.ks.split(",")]
+        ks = [k if k in ("0h", "1p", "2p") else int(k) for k in args.ks.split(",")]
         runs = [run_side(domain, k, ov, model, tok, train, held, sandbox, args.steps)
                 for _ in range(args.repeats) for k in ks]  # interleaved: the host's load drifts
         sides = []

@@ -66,11 +66,22 @@ def _check_async(cfg: RunConfig) -> None:
         raise ConfigError(f"rl.max_staleness={rl.max_staleness}: must be >= 0 (0 = synchronous, K = samples at most K "
                           "weight versions old)")
     _known("offpolicy", rl.offpolicy.name, "rl.offpolicy.name")
+    if rl.max_staleness >= 1 and cfg.cluster.address is not None and cfg.cluster.staleness > 0:
+        # a lagging worker would serve versions older than the batch's pin, past the K the loop enforces
+        raise ConfigError(f"rl.max_staleness={rl.max_staleness} with cluster.staleness={cfg.cluster.staleness}: the "
+                          "asynchronous loop bounds staleness itself and needs every worker on the version it pins; "
+                          "set cluster.staleness=0")
+    if rl.partial_rollouts and rl.max_staleness < 1:
+        raise ConfigError("rl.partial_rollouts=true needs rl.max_staleness >= 1: with K = 0 no weights arrive while "
+                          "a batch generates; set rl.max_staleness=1 or rl.partial_rollouts=false")
     if rl.partial_rollouts:
         factory = registry("engine").get(cfg.engine.name)
         if not getattr(factory, "inflight_weight_update", False):  # an engine declares it can swap weights between decode steps
             raise ConfigError(f"rl.partial_rollouts=true: engine.name={cfg.engine.name!r} cannot take new weights in the middle "
                               "of a batch; set rl.partial_rollouts=false")
+        if cfg.cluster.address is not None:
+            raise ConfigError("rl.partial_rollouts=true: the Ray rollout workers (cluster.address is set) cannot take new "
+                              "weights in the middle of a batch; set rl.partial_rollouts=false or unset cluster.address")
 
 
 def _check_tasks(cfg: RunConfig) -> None:

@@ -246,6 +246,7 @@ class Turn:
     tool_call: ToolCall | None = None
     exec_result: ExecResult | None = None
     wall_s: float = 0.0
+    token_versions: tuple[int, ...] = ()  # weights version per token (Completion.token_versions); () = unknown
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,7 @@ class Trajectory:
     domain: str
     prompt_ids: tuple[int, ...]
     turns: tuple[Turn, ...]
-    weights_version: int = 0
+    weights_version: int = 0  # the oldest weights any of its tokens was sampled under (rl.partial_rollouts: several)
     reward: float = 0.0
     verify: VerifyResult | None = None
     step: int = 0

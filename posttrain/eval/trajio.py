@@ -31,6 +31,7 @@ def _turn(d: Mapping[str, Any]) -> Turn:
     kw = _known(Turn, d)
     kw["token_ids"] = tuple(d.get("token_ids", ()))
     kw["logprobs"] = tuple(d.get("logprobs", ()))
+    kw["token_versions"] = tuple(d.get("token_versions", ()))
     tc = d.get("tool_call")
     kw["tool_call"] = ToolCall(**_known(ToolCall, tc)) if tc else None
     kw["exec_result"] = _exec_result(d.get("exec_result"))

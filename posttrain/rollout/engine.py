@@ -57,6 +57,14 @@ class Completion:
     text: str
     finish_reason: FinishReason
     error: str = ""
+    # the weights version each token was sampled under; () from an engine that does not report it
+    # (all tokens then carry the version the engine held when the call began)
+    token_versions: tuple[int, ...] = ()
+
+
+def oldest_version(c: Completion, default: int) -> int:
+    """The oldest weights version among `c`'s tokens: what its staleness is counted from."""
+    return min(c.token_versions, default=default)
 
 
 @runtime_checkable

@@ -6,7 +6,7 @@ import dataclasses
 import time
 from typing import Any, Sequence
 
-from posttrain.rollout.engine import Completion, Engine, GenRequest, SamplingParams
+from posttrain.rollout.engine import Completion, Engine, GenRequest, SamplingParams, oldest_version
 from posttrain.types import Task, Trajectory, TrajError, Turn
 
 
@@ -27,6 +27,7 @@ async def rollout_single_turn(engine: Engine, tokenizer: Any, tasks: Sequence[Ta
         if not vps[g].error:  # a task whose prompt failed (bad image, text-only model) gets error completions below
             reqs.append(GenRequest(ids, p, id=f"{step}:{g}:{t.id}", images=vps[g].images))
     t0 = time.perf_counter()
+    v0 = engine.weights_version  # before the call: an in-flight update (rl.partial_rollouts) may move it
     outs = engine.generate(reqs) if reqs else []
     outs += [Completion(f"{step}:{g}:{t.id}", k, (), (), "", "error", vps[g].error)
              for g, t in enumerate(tasks) if vps[g].error for k in range(params.n)]
@@ -37,10 +38,10 @@ async def rollout_single_turn(engine: Engine, tokenizer: Any, tasks: Sequence[Ta
         g = int(c.request_id.split(":", 2)[1])
         task = tasks[g]
         err = TrajError("engine", c.error) if c.finish_reason == "error" else None
-        turn = Turn("assistant", c.text, c.token_ids, c.logprobs, trainable=True)
+        turn = Turn("assistant", c.text, c.token_ids, c.logprobs, trainable=True, token_versions=c.token_versions)
         trajs.append(Trajectory(
             task_id=task.id, task_version=task.version, domain=task.domain, prompt_ids=prompts[g],
-            turns=(turn,), weights_version=engine.weights_version, step=step, group=g, sample=c.index,
+            turns=(turn,), weights_version=oldest_version(c, v0), step=step, group=g, sample=c.index,
             finish_reason=c.finish_reason, timings={"generate_s": gen_s}, error=err,
         ))
     return trajs

@@ -41,7 +41,8 @@ def _turn_from(d: dict) -> Turn:
         er = ExecResult(**{**er, "limits": ExecLimits(**er["limits"]),
                            "files_changed": tuple(FileChange(**f) for f in er["files_changed"])})
     return Turn(d["role"], d["text"], tuple(d["token_ids"]), tuple(d["logprobs"]), d["trainable"],
-                ToolCall(**tc) if tc else None, er, d.get("wall_s", 0.0))
+                ToolCall(**tc) if tc else None, er, d.get("wall_s", 0.0),
+                tuple(d.get("token_versions", ())))
 
 
 def traj_from_dict(d: dict) -> Trajectory:
@@ -62,7 +63,7 @@ class StoreError(PosttrainError, RuntimeError):
 def _turn_dict(x: Turn) -> dict:
     return {"role": x.role, "text": x.text, "token_ids": list(x.token_ids), "logprobs": list(x.logprobs),
             "trainable": x.trainable, "tool_call": thaw(x.tool_call), "exec_result": thaw(x.exec_result),
-            "wall_s": x.wall_s}
+            "wall_s": x.wall_s, "token_versions": list(x.token_versions)}
 
 
 def traj_to_dict(t: Trajectory) -> dict:

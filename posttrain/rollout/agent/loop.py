@@ -118,7 +118,8 @@ class AgentRunner:
             raise _EngineFailed(c.error)
         text = self.codec.reply_text(c.token_ids)
         ep.ids.extend(c.token_ids)
-        reply = Turn("assistant", text, tuple(c.token_ids), tuple(c.logprobs), True, None, None, gen_dt)
+        reply = Turn("assistant", text, tuple(c.token_ids), tuple(c.logprobs), True, None, None, gen_dt,
+                     tuple(c.token_versions))
         if c.finish_reason == "deadline":
             ep.turns.append(reply)
             return "time_budget"
@@ -218,7 +219,9 @@ class AgentRunner:
                     error: TrajError | None) -> Trajectory:
         return Trajectory(task_id=ep.task.id, task_version=ep.task.version, domain=ep.task.domain,
                           prompt_ids=tuple(prompt), turns=tuple(ep.turns),
-                          weights_version=getattr(self.engine, "weights_version", 0), step=self.step, group=group,
+                          weights_version=min((v for t in ep.turns for v in t.token_versions),
+                                              default=getattr(self.engine, "weights_version", 0)),
+                          step=self.step, group=group,
                           sample=k, finish_reason=finish, timings=dict(ep.timings), error=error)
 
     async def _verify(self, ep: _Episode, prompt: Sequence[int], finish: str, session: Any) -> VerifyResult:

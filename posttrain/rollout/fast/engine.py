@@ -16,6 +16,12 @@ Architectures: Llama (incl. tied, SmolLM2), Mistral, Qwen2, Qwen3 and Gemma 3 te
 (arch.py); any other config is refused at construction with a ModelError naming the
 feature, and `fast_model.check_supported(config_json_dict)` gives the same line up front.
 
+In-flight weight updates (rl.partial_rollouts): `set_weight_source(fn)` makes every generate
+call poll `fn()` between decode steps; a newer (version, state) it returns is installed at
+once, verified as load_weights does, and the batch goes on: running sequences keep the KV
+their earlier tokens made (PipelineRL-style, not recomputed), their later tokens are sampled
+under the new weights, and each token's version comes back in Completion.token_versions.
+
 Limits: one process, one device; a step is never preempted, so a deadline is honoured at
 step granularity. The KV of a prompt shared across calls is reused only while the
 weights are unchanged (load_weights clears the store). On GPU, `cuda_graphs=True` pads
@@ -31,7 +37,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -60,6 +66,7 @@ class _Waiting:
 
 @engine("fast")
 class FastEngine:
+    inflight_weight_update = True  # set_weight_source: new weights between decode steps (config_check reads it)
     # config.json dict -> None, or the one line saying what `fast` cannot run (config_check calls it at load)
     unsupported_reason = staticmethod(check_supported)
 
@@ -113,9 +120,10 @@ class FastEngine:
         self._shared = None  # per-row shared-prompt lanes for the fused CPU decode; None = recompute
         self._groups = 0  # kv_group ids handed out
         self.prefill_stats = PrefillStats()
-        self.counters = dict(decode_steps=0, decode_s=0.0, tokens=0, prefill_s=0.0)
+        self.counters = dict(decode_steps=0, decode_s=0.0, tokens=0, prefill_s=0.0, inflight_updates=0)
         self._conversations: set[Any] = set()
         self._lock = threading.Lock()  # generate/load_weights may be called from worker threads
+        self._source: Callable[[], tuple[int, Mapping[str, Any]] | None] | None = None  # set_weight_source
 
     # ---- public API -----------------------------------------------------------------------
     def generate(self, requests: Sequence[GenRequest]) -> list[Completion]:
@@ -142,6 +150,8 @@ class FastEngine:
         for phase in self._phases(requests, queue):
             self._ensure_lanes(requests, phase)
             while phase or self.active:
+                if self._source is not None:
+                    self._poll_weights()
                 self._expire(phase, requests, done)
                 self._admit(phase, requests, done)
                 if self.active:
@@ -150,6 +160,19 @@ class FastEngine:
                 self._lane_bytes(self.lanes.n, self.lanes.cap) > self.kv_bytes // 4:
             self.lanes = None  # big lanes go back between calls (an RL update needs the memory); small stay
         return [done[(i, k)] for i, r in enumerate(requests) for k in range(r.params.n)]
+
+    def set_weight_source(self, source: Callable[[], tuple[int, Mapping[str, Any]] | None] | None) -> None:
+        """Poll `source()` between decode steps (None: stop); see the module docstring."""
+        self._source = source
+
+    def _poll_weights(self) -> None:
+        got = self._source()
+        if got is None or got[0] <= self.weights_version:
+            return
+        self._load_weights(got[1], got[0], None)  # raises WeightSyncError: the call fails, nothing half-trusted
+        for s in self.active:
+            s.vsplits.append((len(s.out), got[0]))
+        self.counters["inflight_updates"] += 1
 
     def load_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None = None
                      ) -> SyncReport:
@@ -307,7 +330,7 @@ class FastEngine:
             for k in take:
                 new.append(Seq(w.req, k, r.id, p, r.params, self._seeds[w.req], w.deadline,
                                min(r.params.max_new_tokens, self.max_len - len(p)), pos=len(p), draft_pos=len(p),
-                               kv_group=self._groups, images=bool(r.images)))
+                               kv_group=self._groups, images=bool(r.images), vsplits=[(0, self.weights_version)]))
         rows = torch.repeat_interleave(torch.arange(len(chunks)), torch.tensor([len(t) for _, t in chunks]))
         rp = self._row_params(new)
         tok, lp = self._sample(logits[rows.to(logits.device)], rp, torch.tensor([s.pos for s in new], device=logits.device))
@@ -362,7 +385,8 @@ class FastEngine:
         index = {id(s): i for i, s in enumerate(self.active)}
         for i in sorted((index[id(s)] for s in finished), reverse=True):
             s = self.active[i]
-            if self.cache_outputs and s.params.n == 1 and not s.images:  # a turn that may be continued
+            # a turn that may be continued; KV made under two weights versions is not a cache entry
+            if self.cache_outputs and s.params.n == 1 and not s.images and len(s.vsplits) == 1:
                 self.store.insert(s.tokens[: s.pos], self.lanes.k, self.lanes.v, i)
             done[(s.req, s.sample)] = self.finisher.render(s)
             last = len(self.active) - 1

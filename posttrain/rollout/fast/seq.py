@@ -29,6 +29,13 @@ class Seq:
     spec: Any = None  # speculator's per-sequence state (the n-gram index)
     kv_group: int = -1  # sequences admitted from one prefill row share bit-identical prompt KV
     images: bool = False  # its prompt holds image features: never written to the token-keyed store
+    # (index into out, weights version) at admission and at each in-flight weight update after it
+    vsplits: list[tuple[int, int]] = field(default_factory=list)
+
+    def token_versions(self) -> tuple[int, ...]:
+        """The weights version each token of `out` was sampled under."""
+        bounds = [i for i, _ in self.vsplits[1:]] + [len(self.out)]
+        return tuple(v for (i, v), end in zip(self.vsplits, bounds) for _ in range(max(0, min(end, len(self.out)) - i)))
 
     @property
     def tokens(self) -> list[int]:
@@ -87,4 +94,5 @@ class Finisher:
         cuts = [text.index(x) for x in s.params.stop if x in text]
         if cuts:
             text = text[: min(cuts)]
-        return Completion(s.request_id, s.sample, tuple(s.out), tuple(s.lps), text, s.reason or "length")
+        return Completion(s.request_id, s.sample, tuple(s.out), tuple(s.lps), text, s.reason or "length",
+                          token_versions=s.token_versions())

@@ -14,13 +14,17 @@ async/staleness_frac/k (share of the step's samples k versions old), async/reuse
 async/regenerated (in-flight batches carried over a resume, cumulative), async/stale_dropped
 (batches regenerated because they were more than K old, cumulative), time/consumer_idle_s,
 time/producer_idle_s and time/producer_busy_s (since the previous step), and the
-correction's train/offpolicy/* stats. The drift guard (guard.py) reads train/offpolicy/kl.
+correction's train/offpolicy/* stats. With rl.partial_rollouts also async/token_staleness_frac/k
+(share of the step's completion tokens k versions old), async/partial_frac (share of samples
+whose tokens span two or more versions) and async/inflight_updates (weights the engine took
+between decode steps, since the previous step). The drift guard (guard.py) reads
+train/offpolicy/kl.
 
 torch's thread pool is process-wide, so while the loop runs each torch op uses half of the
 threads the run had (`threads`), and the producer and the trainer together use all of them.
 
-Limits: one engine and one producer; partial rollouts are not implemented (config_check
-rejects rl.partial_rollouts for every current engine).
+Limits: one engine and one producer; partial rollouts need an engine that declares
+`inflight_weight_update` (`fast`; config_check refuses the others at load).
 """
 
 from __future__ import annotations
@@ -43,6 +47,24 @@ def _snapshot(model: Any) -> dict[str, Any]:
     from posttrain.train.rl_model import plain_state
 
     return {k: v.detach().clone() for k, v in plain_state(model).items()}  # the trainer mutates its own in place
+
+
+def _inflight(engine: Any) -> int:
+    return int(getattr(engine, "counters", {}).get("inflight_updates", 0))
+
+
+def partial_stats(trajs: list[Any], trained: int, k: int) -> dict[str, float]:
+    """Token-level staleness against the version `trained` (the weights the update started from)."""
+    ages: list[int] = []
+    spans = 0
+    for t in trajs:
+        vs = [v for turn in t.turns if turn.trainable for v in (turn.token_versions or
+                                                              (t.weights_version,) * len(turn.token_ids))]
+        spans += len(set(vs)) > 1
+        ages += [trained - v for v in vs]
+    n = max(1, len(ages))
+    return {"async/partial_frac": spans / max(1, len(trajs)),
+            **{f"async/token_staleness_frac/{a}": sum(x == a for x in ages) / n for a in range(k + 1)}}
 
 
 @registry("rl_loop").register("async")
@@ -68,7 +90,13 @@ async def train_rl_async(st: Any, on_step: Callable[[int, dict], None] | None = 
     threads = torch.get_num_threads()
     if k > 0:  # producer and trainer run at once: each torch op on half the cores, not 2x oversubscribed
         torch.set_num_threads(max(1, threads // 2))
-    pipe = Pipeline(st, k)
+    partial = bool(cfg.partial_rollouts) and k > 0
+    if partial and not hasattr(st.engine, "set_weight_source"):
+        from posttrain.errors import PosttrainError
+
+        raise PosttrainError(f"rl.partial_rollouts=true: the engine ({type(st.engine).__name__}) cannot take weights "
+                             "between decode steps (no set_weight_source); set rl.partial_rollouts=false")
+    pipe = Pipeline(st, k, partial)
     floor, start = st.version, st.step  # the oldest weights this process has: the checkpoint's
     pipe.publish(st.version, _snapshot(st.model))
     reused, regenerated = restore(pipe, st, st.async_state, floor)
@@ -79,7 +107,7 @@ async def train_rl_async(st: Any, on_step: Callable[[int, dict], None] | None = 
         nonlocal next_issue
         while next_issue <= min(last, cfg.steps - 1):
             held = floor + (next_issue - start)  # the version the trainer holds at that step: one per step
-            pipe.issue(next_issue, st.scheduler.next_batch(cfg.prompts_per_step), max(floor, held - k))
+            pipe.issue(next_issue, st.scheduler.next_batch(cfg.prompts_per_step), max(floor, held - k), limit=held)
             next_issue += 1
 
     def publish(s: Any) -> float:
@@ -99,11 +127,13 @@ async def train_rl_async(st: Any, on_step: Callable[[int, dict], None] | None = 
     issue_upto(st.step + k)
     last_done, t_start, t_prev = st.step - 1, time.perf_counter(), time.perf_counter()
     idle0, busy0 = pipe.idle_s, pipe.busy_s
+    inflight0 = _inflight(st.engine)
     try:
         while st.step < cfg.steps:
             t_wait = time.perf_counter()
             b = await pipe.take(st.step)
-            if st.version - b.version > k:  # a saved batch older than this run allows: never train on it
+            oldest = min([b.version, *(t.weights_version for t in b.trajs)])  # per sample: an engine may lag its pin
+            if st.version - oldest > k:  # e.g. a saved batch older than this run allows: never train on it
                 stale_dropped += 1
                 trajs, t_gen, t_ver = await pipe.on_engine(st.version, None, lambda: rollout_batch(st, b.tasks, b.step))
                 b.trajs, b.version, b.generate_s, b.verify_s = trajs, st.version, t_gen - t_wait, t_ver - t_gen
@@ -123,6 +153,10 @@ async def train_rl_async(st: Any, on_step: Callable[[int, dict], None] | None = 
                 "time/producer_busy_s": pipe.busy_s - busy0, "time/step_s": now - t_prev,
                 "time/sync_frac": row["time/sync_s"] / max(1e-9, now - t_prev),
             })
+            if partial:
+                row.update(partial_stats(b.trajs, st.version - 1, k))
+                row["async/inflight_updates"] = _inflight(st.engine) - inflight0
+                inflight0 = _inflight(st.engine)
             idle0, busy0, t_prev = pipe.idle_s, pipe.busy_s, now
             text = guard.observe(st.step, row)
             if text:

@@ -16,6 +16,13 @@ time, on its own thread and event loop: every coroutine that touches the engine 
 sandbox (held-out eval too) runs on that loop, under one lock, so the sandbox pool and the
 verifier's semaphores stay bound to a single loop.
 
+Partial rollouts (`partial=True`, rl.partial_rollouts): a batch starts with the newest
+weights on the board (never older than its pin) and the engine polls for newer ones between
+decode steps (FastEngine.set_weight_source), up to `limit`, the version the trainer holds
+when it trains on that batch. So its oldest token is still at most K versions old, later
+tokens are fresher, and each token carries its version (Turn.token_versions). The run is then
+no longer deterministic: which tokens see which weights depends on timing.
+
 Limits: one engine, one batch in generation at a time; a version a batch was issued with
 must still be on the board when the producer reaches it (the trainer issues in step order
 and the producer installs in step order, so it is).
@@ -37,7 +44,8 @@ from posttrain.types import Task, Trajectory
 class Batch:
     step: int
     tasks: list[Task]
-    version: int  # the weights version it is (to be) generated with
+    version: int  # the weights version it is (to be) generated with; partial: the oldest its tokens saw
+    limit: int = -1  # partial rollouts: the newest version it may take mid-batch (-1: version + K)
     trajs: list[Trajectory] | None = None  # set once generated and scored
     generate_s: float = 0.0
     verify_s: float = 0.0
@@ -46,8 +54,10 @@ class Batch:
 
 
 class Pipeline:
-    def __init__(self, st: Any, max_staleness: int) -> None:
-        self.st, self.k = st, max_staleness
+    def __init__(self, st: Any, max_staleness: int, partial: bool = False) -> None:
+        self.st, self.k, self.partial = st, max_staleness, partial
+        self._latest: tuple[int, Mapping[str, Any]] | None = None  # newest published (partial), under _latest_lock
+        self._latest_lock = threading.Lock()  # the engine polls from whichever thread runs generate
         self.batches: dict[int, Batch] = {}  # issued and not yet taken, by step
         self.board: dict[int, Mapping[str, Any]] = {}  # version -> weights snapshot (producer loop only)
         self.idle_s = 0.0  # producer time spent waiting for an issued batch or its weights
@@ -80,7 +90,7 @@ class Pipeline:
         while True:
             t0 = time.perf_counter()
             b = await self._issued.get()
-            while b.trajs is None and b.version not in self.board:
+            while b.trajs is None and not self._installable(b):
                 self._new_version.clear()
                 await self._new_version.wait()
             self.idle_s += time.perf_counter() - t0
@@ -90,8 +100,14 @@ class Pipeline:
             t1 = time.perf_counter()
             try:
                 async with self._lock:
+                    if self.partial:
+                        b.version = max(v for v in self.board if b.version <= v <= self._limit(b))
                     self._install(b.version)
-                    trajs, t_gen, t_ver = await rollout_batch(self.st, b.tasks, b.step)
+                    self._watch(b)
+                    try:
+                        trajs, t_gen, t_ver = await rollout_batch(self.st, b.tasks, b.step)
+                    finally:
+                        self._watch(None)
             except asyncio.CancelledError:
                 raise
             except BaseException as e:  # noqa: BLE001 - handed to the trainer, which raises it
@@ -102,6 +118,27 @@ class Pipeline:
             for v in [v for v in self.board if v < b.version]:  # later batches never need older weights
                 del self.board[v]
             b.done.set_result(b)
+
+    def _limit(self, b: Batch) -> int:
+        return b.limit if b.limit >= 0 else b.version + self.k
+
+    def _installable(self, b: Batch) -> bool:
+        if self.partial:
+            return any(b.version <= v <= self._limit(b) for v in self.board)
+        return b.version in self.board
+
+    def _watch(self, b: Batch | None) -> None:
+        """Partial rollouts: let the engine take versions up to b's limit between decode steps."""
+        if not self.partial:
+            return
+        limit = None if b is None else self._limit(b)
+
+        def newest() -> tuple[int, Mapping[str, Any]] | None:
+            with self._latest_lock:
+                got = self._latest
+            return got if got is not None and got[0] <= limit else None
+
+        self.st.engine.set_weight_source(None if b is None else newest)
 
     def _install(self, version: int) -> None:
         eng = self.st.engine
@@ -114,8 +151,8 @@ class Pipeline:
 
     # ---- trainer side ---------------------------------------------------------------------
     def issue(self, step: int, tasks: list[Task], version: int, trajs: list[Trajectory] | None = None,
-              regenerated: bool = False) -> Batch:
-        b = Batch(step, list(tasks), version, trajs, regenerated=regenerated)
+              regenerated: bool = False, limit: int = -1) -> Batch:
+        b = Batch(step, list(tasks), version, limit, trajs, regenerated=regenerated)
         self.batches[step] = b
         self.loop.call_soon_threadsafe(self._issued.put_nowait, b)
         return b
@@ -129,6 +166,8 @@ class Pipeline:
 
     def publish(self, version: int, state: Mapping[str, Any]) -> None:
         """Offer weights `version` (a snapshot the trainer no longer mutates) to the producer."""
+        with self._latest_lock:
+            self._latest = (version, state)
         self.loop.call_soon_threadsafe(self._put_version, version, state)
 
     async def on_engine(self, version: int, state: Mapping[str, Any] | None,

@@ -158,6 +158,18 @@ def test_rl_run_on_remote_actors(cluster, tmp_path):
     assert execs > 0 and last["cluster/sandbox/pools_alive"] == 2  # sandboxes ran on the remote pools
 
 
+def test_async_rl_on_remote_actors_trains_on_samples_at_most_k_versions_old(cluster, tmp_path):
+    k = 1
+    st = _run_rl(_cfg(cluster, tmp_path, **{"rl.steps": 3, "rl.max_staleness": k}), tmp_path / "async")
+    rows = st.metrics.read()
+    assert [r["step"] for r in rows] == [0, 1, 2] and st.store.count() == 3 * 4 * 4  # nothing lost or doubled
+    assert [r["async/staleness"] for r in rows] == [0, 1, 1]  # pinned: v(s) - K, on the remote workers too
+    for t in st.store.iter():  # each token's version is the remote worker engine's own
+        assert set(t.turns[0].token_versions) == {t.weights_version} == {t.step - min(t.step, k)}
+    assert all(w.version == 3 for w in st.engine.workers)  # the final weights reached every worker
+    assert {w.name.split("/")[0] for w in st.engine.workers} == {"pt_node_a", "pt_node_b"}
+
+
 def test_collective_weight_sync_installs_verified_weights_then_falls_back_when_a_worker_dies(cluster, tmp_path):
     from posttrain.distributed import build_remote_engine
     from posttrain.models.tiny import build_tiny

@@ -60,7 +60,7 @@ def test_summary_score_ci_is_clustered_by_task():
 
 
 def test_trajectory_round_trips_through_json():
-    t = Trajectory("a", "v", "d", (1, 2), (Turn("assistant", "42", (5, 6), (-0.1, -0.2)),),
+    t = Trajectory("a", "v", "d", (1, 2), (Turn("assistant", "42", (5, 6), (-0.1, -0.2), token_versions=(3, 4)),),
                    verify=VerifyResult(1.0, True, {"x": 1}))
     back = trajectory_from_dict(json.loads(json.dumps(trajectory_to_dict(t))))
     assert back == t

@@ -7,20 +7,27 @@ from posttrain.config_check import check_config
 from posttrain.errors import ConfigError
 
 
-@pytest.mark.parametrize("override,expect", [
-    ("rl.max_staleness=-1", "rl.max_staleness=-1: must be >= 0"),
-    ("rl.offpolicy.name=tiss", "rl.offpolicy.name='tiss' is not a registered offpolicy; known: icepop, mis, none, tis"),
-    ("rl.partial_rollouts=true", "engine.name='fast' cannot take new weights in the middle of a batch"),
+@pytest.mark.parametrize("overrides,expect", [
+    (["rl.max_staleness=-1"], "rl.max_staleness=-1: must be >= 0"),
+    (["rl.offpolicy.name=tiss"], "rl.offpolicy.name='tiss' is not a registered offpolicy; known: icepop, mis, none, tis"),
+    (["rl.partial_rollouts=true"], "rl.partial_rollouts=true needs rl.max_staleness >= 1"),
+    (["rl.partial_rollouts=true", "rl.max_staleness=1", "engine.name=hf"],
+     "engine.name='hf' cannot take new weights in the middle of a batch"),
+    (["rl.max_staleness=2", "cluster.address=auto", "cluster.staleness=1"],
+     "rl.max_staleness=2 with cluster.staleness=1: the asynchronous loop bounds staleness itself"),
+    (["rl.partial_rollouts=true", "rl.max_staleness=1", "cluster.address=auto"],
+     "the Ray rollout workers (cluster.address is set) cannot take new weights"),
 ])
-def test_bad_async_settings_are_one_line_config_errors(override, expect):
+def test_bad_async_settings_are_one_line_config_errors(overrides, expect):
     with pytest.raises(ConfigError) as e:
-        check_config(load_config(None, [override]), needs=("rl",))
+        check_config(load_config(None, overrides), needs=("rl",))
     assert expect in str(e.value) and "\n" not in str(e.value)
 
 
 def test_valid_async_settings_pass():
     check_config(load_config(None, ["rl.max_staleness=4", "rl.offpolicy={name: icepop, args: {low: 0.5, high: 3}}"]),
                  needs=("rl",))
+    check_config(load_config(None, ["rl.max_staleness=1", "rl.partial_rollouts=true"]), needs=("rl",))  # fast can
 
 
 def test_drift_guard_warns_once_per_window_and_stop_raises(capsys):

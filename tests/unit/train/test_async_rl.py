@@ -129,3 +129,49 @@ def test_resume_with_a_smaller_k_regenerates_batches_older_than_it_allows(tmp_pa
     assert [r["step"] for r in rows] == list(range(5))
     assert rows[-1]["async/stale_dropped"] >= 1  # batch 2 was pinned to version 0; the trainer holds 2
     assert all(t.step - t.weights_version <= 1 for t in trajs if t.step >= 2)
+
+
+def _slow_until_new_weights(st):
+    """Hold each generate call's second decode step until the trainer offers newer weights (3 s at
+    most), so the update lands in the middle of a batch however fast the producer is."""
+    import time
+
+    eng = st.engine
+    step, gen = eng._step, eng.generate
+    seen = {"steps": 0}
+
+    def generate(reqs):
+        seen["steps"] = 0
+        return gen(reqs)
+
+    def held_step(done):
+        seen["steps"] += 1
+        if seen["steps"] == 2 and eng._source is not None:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 3.0 and (eng._source() or (-1,))[0] <= eng.weights_version:
+                time.sleep(0.005)
+        step(done)
+
+    eng.generate, eng._step = generate, held_step
+
+
+def test_partial_rollouts_take_weights_mid_batch_and_no_token_is_more_than_k_old(tmp_path, setup):
+    from posttrain.train.async_rl.loop import train_rl_async
+
+    def loop(st):
+        _slow_until_new_weights(st)
+        return train_rl_async(st)
+
+    k = 1
+    rows, _, trajs = _run(setup, tmp_path / "run", 5, f"rl.max_staleness={k}", "rl.partial_rollouts=true",
+                          "rl.max_new_tokens=8", loop=loop)
+    assert [r["step"] for r in rows] == list(range(5))
+    assert sum(r["async/inflight_updates"] for r in rows) >= 1
+    spanning = [t for t in trajs if len(set(t.turns[0].token_versions)) > 1]
+    assert spanning and max(r["async/partial_frac"] for r in rows) > 0
+    for t in trajs:  # trained at step s with version s: every token at most K old, the oldest recorded
+        vs = t.turns[0].token_versions
+        assert len(vs) == len(t.turns[0].token_ids) and list(vs) == sorted(vs)
+        assert t.weights_version == min(vs) >= t.step - k and max(vs) <= t.step
+    for r in rows:
+        assert sum(r[f"async/token_staleness_frac/{a}"] for a in range(k + 1)) == pytest.approx(1.0)
