@@ -35,10 +35,24 @@ ENV = {"RAY_agent_register_timeout_ms": "300000", "RAY_raylet_start_wait_time_s"
        "RAY_USAGE_STATS_ENABLED": "0", "RAY_DEDUP_LOGS": "0"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int, taken: set[int]) -> list[int]:
+    """n distinct free ports, none in `taken` (which grows by them). The sockets stay bound
+    until all n are drawn: released one by one, the kernel may hand the same port out twice,
+    and Ray refuses a start whose components share a port (seen in CI)."""
+    socks, ports = [], []
+    try:
+        while len(ports) < n:
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            if port not in taken:
+                ports.append(port)
+                taken.add(port)
+    finally:
+        for s in socks:
+            s.close()
+    return ports
 
 
 def _ppid(pid: int) -> int:
@@ -52,7 +66,8 @@ class LocalCluster:
     def __init__(self, nodes: dict[str, int], object_store_mb: int = 128, timeout_s: float = 300.0) -> None:
         self.nodes, self.object_store_mb, self.timeout_s = nodes, object_store_mb, timeout_s
         self.tmp = Path(tempfile.mkdtemp(prefix="ptray-", dir="/tmp"))  # short: unix socket paths
-        self.port = _free_port()
+        self._ports: set[int] = set()  # every port handed to this cluster, so none repeats
+        self.port = _free_ports(1, self._ports)[0]
         self.address = f"127.0.0.1:{self.port}"
         self._orphans: set[int] = set()
 
@@ -71,8 +86,9 @@ class LocalCluster:
             res = f"--resources={json.dumps({name: 1})}"
             # Fixed agent ports: with port 0 the raylet waits only 30 s for the agents to
             # report theirs, which a loaded laptop can miss; a given port needs no report.
-            ports = [f"--{k}={_free_port()}" for k in ("dashboard-agent-grpc-port", "dashboard-agent-listen-port",
-                                                         "runtime-env-agent-port", "metrics-export-port")]
+            keys = ("dashboard-agent-grpc-port", "dashboard-agent-listen-port",
+                    "runtime-env-agent-port", "metrics-export-port")
+            ports = [f"--{k}={p}" for k, p in zip(keys, _free_ports(len(keys), self._ports))]
             if i == 0:
                 self._ray("start", "--head", f"--port={self.port}", f"--num-cpus={cpus}", res,
                           "--include-dashboard=false", *common, *ports)
