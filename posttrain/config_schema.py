@@ -114,6 +114,7 @@ class TrainerConfig(Section):
     tp: int = Field(default=1, ge=1)  # tensor-parallel degree; must divide world_size and the model's heads
     timeout_s: float = Field(default=300.0, gt=0.0)  # every collective and every rank's heartbeat
     mixed_precision: str = Field(default="auto", pattern="^(auto|bf16|fp32)$")  # FSDP2 policy; auto: bf16 on CUDA only
+    sync_bucket_mb: float = Field(default=64.0, gt=0.0)  # weight sync from the ranks: the most rank 0 holds at once
 
 
 class DPOConfig(Section):

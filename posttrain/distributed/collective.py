@@ -120,11 +120,13 @@ class Broadcaster:
         ray.get(refs, timeout=timeout_s)
         return cls(pg, handles, backend)
 
-    def broadcast(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None) -> list[Any]:
-        """Start every worker's receive, send the buffers; returns the workers' install refs."""
+    def broadcast(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str] | None,
+                  method: str = "recv_weights", **kw: Any) -> list[Any]:
+        """Start every worker's receive (`method`: recv_weights, or recv_bucket for one bucket
+        of a bucketed sync), send the buffers; returns the workers' refs."""
         layout, buffers = flatten(state)
         if self.backend == "nccl":
             buffers = [b.cuda() for b in buffers]
-        refs = [h.recv_weights.remote(layout, version, manifest) for h in self.handles]
+        refs = [getattr(h, method).remote(layout, version, manifest, **kw) for h in self.handles]
         broadcast_buffers(self.pg, buffers)
         return refs

@@ -13,7 +13,8 @@ waited for, or a fresh one pushed) before it is given work.
 
 With a `collective` (collective.py, `cluster.weight_sync=collective`), the state is
 broadcast over torch.distributed instead (NCCL on GPUs, gloo on CPUs); a group that loses a
-member is broken for good and syncs fall back to the object store.
+member is broken for good and syncs fall back to the object store. A sharded trainer
+sends its weights in buckets instead (`begin_weights`, bucket_sync.py).
 
 Faults: a worker whose actor or node dies is dropped and its share of the batch is
 resubmitted to another worker (brought up to date first); requests carry their own seeds,
@@ -107,6 +108,17 @@ class RemoteEngine:
         for w, ref in zip(self.workers, refs):
             w.pending = (version, ref)
         return True
+
+    def begin_weights(self, version: int) -> Any:
+        """A sync in buckets (bucket_sync.py), for a sharded trainer: no full copy on the driver."""
+        from posttrain.distributed.bucket_sync import RemoteBucketedSync
+
+        if self.collective is not None and not all(w.alive for w in self.workers):
+            self._break("a rollout worker is gone: " + ", ".join(w.name for w in self.workers if not w.alive))
+        return RemoteBucketedSync(self, version)
+
+    def _broadcast_bucket(self, cpu: Mapping[str, Any], version: int, man: dict, first: bool) -> list[Any]:
+        return self.collective.broadcast(cpu, version, man, method="recv_bucket", first=first)
 
     def _break(self, why: str) -> None:
         log.warning("weight broadcast group broken (%s); weights go through the object store from now on", why)

@@ -6,7 +6,8 @@
 
 Weights arrive as one object-store reference shared by every worker (the driver puts the
 state once; each node pulls it once), or, with `cluster.weight_sync=collective`, through a
-torch.distributed broadcast from the driver (`join_group` once, then `recv_weights`). The engine's own `load_weights` verifies every
+torch.distributed broadcast from the driver (`join_group` once, then `recv_weights`); a
+sharded trainer sends buckets instead (`stage_weights`/`recv_bucket`, then `commit_weights`). The engine's own `load_weights` verifies every
 tensor against the trainer's manifest (rollout/weight_sync.py) and raises naming the
 tensor on any mismatch, so a corrupted transfer never generates.
 """
@@ -61,6 +62,42 @@ class RolloutWorker:
         recv_s = time.perf_counter() - t0
         out = self.load_weights(unflatten(layout, bufs), version, manifest)
         return {**out, "recv_s": recv_s}
+
+    def stage_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str], first: bool) -> int:
+        """Install one bucket of a bucketed sync (bucket_sync.py), verified; `first` starts the
+        sync (and drops an unfinished earlier one). The engine refuses to generate until commit."""
+        from posttrain.rollout.weight_sync import begin_weights
+
+        if first or getattr(self, "_sync", None) is None or self._sync.version != version:
+            if getattr(self, "_sync", None) is not None:
+                self._sync.abort()
+            # lock=False: an actor runs one call at a time, and a sync the driver abandoned
+            # must leave generate refusing (weights_version -1), not blocked on the lock
+            self._sync, self._sync_t0 = begin_weights(self.engine, version, lock=False), time.perf_counter()
+        self._sync.add(state, manifest)
+        return len(state)
+
+    def recv_bucket(self, layout: list, version: int, manifest: Mapping[str, str], first: bool) -> int:
+        """Receive one broadcast bucket and stage it (the buffers go once it is installed)."""
+        from posttrain.distributed.collective import broadcast_buffers, empty_buffers, unflatten
+
+        bufs = empty_buffers(layout, "cuda" if self._backend == "nccl" else "cpu")
+        broadcast_buffers(self._pg, bufs)
+        return self.stage_weights(unflatten(layout, bufs), version, manifest, first)
+
+    def commit_weights(self, version: int) -> dict:
+        """The last bucket is in: every tensor must have come, then the engine takes `version`."""
+        from posttrain.rollout.weight_sync import WeightSyncError
+
+        sync = getattr(self, "_sync", None)
+        if sync is None or sync.version != version:
+            raise WeightSyncError(f"weight sync v{version}: commit without its buckets")
+        self._sync = None
+        rep = sync.finish()
+        out = {"version": self.engine.weights_version, "install_s": time.perf_counter() - self._sync_t0}
+        if rep is not None and hasattr(rep, "verify_s"):
+            out.update(copy_s=rep.copy_s, verify_s=rep.verify_s, bytes=rep.bytes, tensors=rep.tensors)
+        return out
 
     def generate(self, requests: Sequence[Any]) -> tuple[int, list[Any]]:
         """(weights version used, completions): the driver checks the version it got."""

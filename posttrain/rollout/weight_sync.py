@@ -36,6 +36,11 @@ class WeightSyncError(ModelError):
     """Installed weights do not match what was sent (or the names/shapes do not fit)."""
 
 
+class SyncRestart(RuntimeError):
+    """A bucketed sync's transport broke midway and the sink has switched to another: the
+    sender must send every bucket again (train/sharded/sync.push_buckets does)."""
+
+
 @dataclass(frozen=True)
 class SyncReport:
     version: int
@@ -113,3 +118,122 @@ def install(views: Mapping[str, torch.Tensor], state: Mapping[str, Any], version
     log.info("weight sync v%d: %d tensors, %.1f MB, copy %.1f ms, verify %.1f ms", version, rep.tensors,
              nbytes / 2**20, rep.copy_s * 1e3, rep.verify_s * 1e3)
     return rep
+
+
+class BucketedInstall:
+    """One sync that arrives in buckets, installed into an engine's own tensors as it comes.
+
+        sync = begin_weights(engine, version)     # the engine refuses to generate from here
+        for bucket in buckets:                    # bucket: HF name -> tensor, any split
+            sync.add(bucket, expected)            # copied in and verified at once
+        sync.finish()                             # every tensor arrived -> the engine takes `version`
+
+    Nothing but one bucket is held besides the engine's weights. The engine's lock is held
+    from `begin` to `finish`/`abort`, so no generation on another thread sees half of a sync
+    (`lock=False` where calls are serialised anyway, as on a Ray actor: a sync left open must
+    not hang the next generate); the engine is at weights_version -1 throughout, so a
+    generate refuses, and stays there after an error or `abort` until a sync succeeds. A tied
+    lm_head is checked against the embedding once both are in.
+    """
+
+    full_copy = False
+
+    def __init__(self, engine: Any, version: int, lock: bool = True) -> None:
+        self.engine, self.version = engine, version
+        self.views: Mapping[str, torch.Tensor] = engine._views
+        lm = engine.lm
+        self.tied = ("lm_head.weight", lm.prefix + "embed_tokens.weight") if lm.tied else None
+        self.done: set[str] = set()
+        self.head: torch.Tensor | None = None  # a tied head that came before its embedding
+        self.tensors = self.bytes = 0
+        self.copy_s = self.verify_s = 0.0
+        self._open, self._lock = True, engine._lock if lock else None
+        if self._lock is not None:
+            self._lock.acquire()
+        engine.weights_version = -1  # partially installed: no generation until `finish`
+
+    def add(self, bucket: Mapping[str, Any], expected: Mapping[str, str] | None = None) -> None:
+        try:
+            self._add(bucket, expected)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _add(self, bucket: Mapping[str, Any], expected: Mapping[str, str] | None) -> None:
+        v = self.version
+        unknown = [k for k in bucket if k not in self.views and not (self.tied and k == self.tied[0])]
+        if unknown:
+            raise WeightSyncError(f"weight sync v{v}: the engine has no tensor {unknown[0]}")
+        again = [k for k in bucket if k in self.done]
+        if again:
+            raise WeightSyncError(f"weight sync v{v}: tensor {again[0]} arrived twice")
+        part = {k: self.views[k] for k in bucket if k in self.views}
+        rep = install(part, {k: bucket[k] for k in part}, v, expected)
+        self.done |= set(part)
+        self.tensors, self.bytes = self.tensors + rep.tensors, self.bytes + rep.bytes
+        self.copy_s, self.verify_s = self.copy_s + rep.copy_s, self.verify_s + rep.verify_s
+        if self.tied and self.tied[0] in bucket:
+            self.head = bucket[self.tied[0]].detach().clone()
+        if self.head is not None and self.tied[1] in self.done:
+            if not torch.equal(self.head.to(self.views[self.tied[1]].dtype), self.views[self.tied[1]]):
+                raise WeightSyncError(f"weight sync v{v}: {self.tied[0]} differs from tied {self.tied[1]}")
+            self.head = None
+
+    def finish(self) -> SyncReport:
+        if not self._open:
+            raise WeightSyncError(f"weight sync v{self.version}: finish after the sync was aborted")
+        missing = sorted(set(self.views) - self.done)
+        if missing:
+            self.abort()
+            raise WeightSyncError(f"weight sync v{self.version}: no bucket carried {missing[:5]}")
+        rep = SyncReport(self.version, self.tensors, self.bytes, self.copy_s, self.verify_s)
+        try:
+            self.engine._commit_weights(rep)
+        finally:
+            self._release()
+        return rep
+
+    def abort(self) -> None:
+        """Give up this sync: the engine keeps weights_version -1 (mixed weights) and is unlocked."""
+        if self._open:
+            self.engine.weights_version = -1
+            self._release()
+
+    def _release(self) -> None:
+        self._open = False
+        if self._lock is not None:
+            self._lock.release()
+
+
+class MergedInstall:
+    """`BucketedInstall` for an engine without per-tensor views: the buckets are merged into
+    one state and loaded at `finish` (a full copy; `full_copy` says so)."""
+
+    full_copy = True
+
+    def __init__(self, engine: Any, version: int, lock: bool = True) -> None:
+        self.engine, self.version = engine, version
+        self.state: dict[str, Any] = {}
+        self.expected: dict[str, str] | None = None
+
+    def add(self, bucket: Mapping[str, Any], expected: Mapping[str, str] | None = None) -> None:
+        self.state.update(bucket)
+        if expected is not None:
+            self.expected = {**(self.expected or {}), **expected}
+
+    def finish(self) -> Any:
+        state, self.state = self.state, {}
+        if self.expected is None:
+            return self.engine.load_weights(state, self.version)
+        return self.engine.load_weights(state, self.version, self.expected)
+
+    def abort(self) -> None:
+        self.state = {}
+
+
+def begin_weights(engine: Any, version: int, lock: bool = True) -> Any:
+    """The engine's own bucketed sync (`engine.begin_weights`), else a merging one."""
+    begin = getattr(engine, "begin_weights", None)
+    if begin is None:
+        return MergedInstall(engine, version)
+    return begin(version, lock=lock) if lock is False else begin(version)

@@ -256,6 +256,7 @@ def learn_from(st: RLState, trajs: list[Trajectory], t0: float, t_gen: float, t_
         **{f"train/{k}": v for k, v in stats.items()},
         **st.scheduler.metrics(),
     }
+    row.update(getattr(st.sharded, "last_sync", None) or {})  # bucketed sync from the ranks (rl_hooks.push_weights)
     for part in (st.engine, st.runner.ctx.sandbox):  # Ray parts: per-node throughput, queue depth, failures
         row.update(getattr(part, "cluster_metrics", dict)())
     return row

@@ -188,12 +188,22 @@ class FastEngine:
         except WeightSyncError:
             self.weights_version = -1  # partially installed: refuse to generate until a full reload
             raise
+        self._commit_weights(rep)
+        return rep
+
+    def begin_weights(self, version: int, lock: bool = True) -> Any:
+        """A sync in buckets (weight_sync.BucketedInstall): no second full copy anywhere."""
+        from posttrain.rollout.weight_sync import BucketedInstall
+
+        return BucketedInstall(self, version, lock)
+
+    def _commit_weights(self, rep: SyncReport) -> None:
+        """New weights are in: the KV cache and every conversation's prefix belong to the old."""
         self.store.clear()
         for c in list(self._conversations):
             c._invalidate()
-        self.weights_version = version
+        self.weights_version = rep.version
         self.last_sync = rep
-        return rep
 
     def conversation(self, prompt_ids: Sequence[int] = ()) -> Any:
         from posttrain.rollout.fast.session import Conversation

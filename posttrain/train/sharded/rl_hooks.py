@@ -53,7 +53,9 @@ def update(st: Any, trajs: list, adv: torch.Tensor, **extra: Any) -> dict[str, f
 def push_weights(st: Any) -> None:
     from posttrain.train.sharded.sync import push_buckets
 
-    push_buckets(st.sharded, st.engine, st.version)
+    stats = push_buckets(st.sharded, st.engine, st.version, bucket_bytes=int(st.cfg.trainer.sync_bucket_mb * 2**20))
+    st.sharded.last_sync = {"sync/buckets": stats.buckets, "sync/bytes": stats.bytes,
+                            "sync/max_bucket_bytes": stats.max_bucket_bytes, "sync/full_copy": float(stats.full_copy)}
 
 
 def save(st: Any, step: int, state: dict) -> None:

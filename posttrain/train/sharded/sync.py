@@ -13,10 +13,14 @@ Arrival: for the in-process `fast` engine, each bucket goes through
 tensor and compares it with what was sent (exact), as a full sync does. The engine
 refuses to generate (weights_version -1) until the last bucket is in, then takes the new
 version and drops its KV cache. An engine without per-tensor views gets the buckets
-merged into one state (a full copy: logged as such in `SyncStats.full_copy`).
+merged into one state (weight_sync.MergedInstall, a full copy: `SyncStats.full_copy`).
 
-Limits: the Ray collective path (distributed/collective.py) still sends a flat buffer per
-dtype; a tensor larger than `bucket_bytes` is a bucket of its own.
+The Ray rollout workers (distributed/bucket_sync.py) take the same buckets, each sent by
+the collective or the object store and installed by every worker as it arrives; a
+collective that breaks mid-sync raises `SyncRestart`, and the gather runs again over the
+object store.
+
+Limits: a tensor larger than `bucket_bytes` is a bucket of its own.
 """
 
 from __future__ import annotations
@@ -71,50 +75,46 @@ def gather_buckets(ctx: RankContext, p: dict) -> Any:
     return None
 
 
-def push_buckets(sh: Any, engine: Any, version: int, bucket_bytes: int = 64 << 20) -> SyncStats:
-    from posttrain.rollout.weight_sync import install
+def push_buckets(sh: Any, engine: Any, version: int, bucket_bytes: int = 64 << 20, retries: int = 1) -> SyncStats:
+    """Gather the trainer's weights bucket by bucket into `engine.begin_weights(version)`.
+
+    The sink never raises inside the gather: rank 0 alone leaving the loop would leave the
+    other ranks blocked in their all-gathers. The first error is kept, the remaining
+    buckets are skipped, and it is raised (or, for a `SyncRestart`, the gather is run again
+    into a fresh sync) once every rank is through.
+    """
+    from posttrain.rollout.weight_sync import SyncRestart, begin_weights
 
     t0 = time.perf_counter()
-    views = getattr(engine, "_views", None)
-    stats = SyncStats(version, 0, 0, 0, 0.0, views is None)
-    merged: dict[str, torch.Tensor] = {}
-    lock = getattr(engine, "_lock", None)
-    tied = getattr(getattr(engine, "lm", None), "tied", False)
+    for attempt in range(retries + 1):
+        sync = begin_weights(engine, version)
+        stats = SyncStats(version, 0, 0, 0, 0.0, bool(getattr(sync, "full_copy", False)))
+        err: list[BaseException] = []
 
-    def on_bucket(bucket: dict[str, torch.Tensor]) -> None:
-        nbytes = sum(t.numel() * t.element_size() for t in bucket.values())
-        stats.buckets, stats.bytes = stats.buckets + 1, stats.bytes + nbytes
-        stats.max_bucket_bytes = max(stats.max_bucket_bytes, nbytes)
-        if views is None:
-            merged.update(bucket)
-            return
-        part = {k: views[k] for k in bucket if k in views}
-        unknown = [k for k in bucket if k not in views and not (tied and k == "lm_head.weight")]
-        if unknown:
-            from posttrain.rollout.weight_sync import WeightSyncError
+        def on_bucket(bucket: dict[str, torch.Tensor]) -> None:
+            if err:
+                return
+            nbytes = sum(t.numel() * t.element_size() for t in bucket.values())
+            stats.buckets, stats.bytes = stats.buckets + 1, stats.bytes + nbytes
+            stats.max_bucket_bytes = max(stats.max_bucket_bytes, nbytes)
+            try:
+                sync.add(bucket)
+            except Exception as e:  # noqa: BLE001 - raised below, after the gather
+                err.append(e)
 
-            raise WeightSyncError(f"weight sync v{version}: the engine has no tensor {unknown[0]}")
-        install(part, {k: bucket[k] for k in part}, version)
-
-    sh.ctx.extra["on_bucket"] = on_bucket
-    if views is None:
-        sh.driver.call("gather_buckets", {"bucket_bytes": bucket_bytes})
-        engine.load_weights(merged, version)
-    else:
-        with lock if lock is not None else _nullcontext():
-            engine.weights_version = -1  # partially installed: no generation until the last bucket
+        sh.ctx.extra["on_bucket"] = on_bucket
+        try:
             sh.driver.call("gather_buckets", {"bucket_bytes": bucket_bytes})
-            engine.store.clear()  # the KV cache of the previous weights
-            for c in list(getattr(engine, "_conversations", ())):
-                c._invalidate()
-            engine.weights_version = version
-    stats.seconds = time.perf_counter() - t0
-    return stats
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *a: Any) -> None:
-        return None
+        except BaseException:
+            sync.abort()
+            raise
+        finally:
+            sh.ctx.extra.pop("on_bucket", None)
+        if not err:
+            sync.finish()
+            stats.seconds = time.perf_counter() - t0
+            return stats
+        sync.abort()
+        if not isinstance(err[0], SyncRestart) or attempt == retries:
+            raise err[0]
+    raise AssertionError("unreachable")

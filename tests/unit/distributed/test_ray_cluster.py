@@ -197,6 +197,74 @@ def test_collective_weight_sync_installs_verified_weights_then_falls_back_when_a
         eng.close()
 
 
+def _bucketed_sync(eng, state, version, n):
+    names = list(state)
+    sync = eng.begin_weights(version)
+    for i in range(n):
+        sync.add({k: state[k] for k in names[i::n]})
+    return sync.finish()
+
+
+def test_bucketed_weight_sync_installs_on_every_worker_and_restarts_by_object_store_when_the_group_breaks(
+        cluster, tmp_path):
+    from posttrain.distributed import build_remote_engine
+    from posttrain.models.tiny import build_tiny
+    from posttrain.rollout.engine import GenRequest, SamplingParams
+    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.weight_sync import SyncRestart
+
+    cfg = _cfg(cluster, tmp_path, **{"cluster.weight_sync": "collective", "cluster.call_timeout_s": 15})
+    model, tok = build_tiny()
+    eng = build_remote_engine(cfg, model, tok)
+    try:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.02)
+        state = model.state_dict()
+        rep = _bucketed_sync(eng, state, 1, 5)  # by the collective: one broadcast per bucket
+        assert rep["buckets"] == 5 and [w.version for w in eng.workers] == [1, 1] and eng.collective is not None
+        req = [GenRequest((1, 2, 3), SamplingParams(temperature=0.0, max_new_tokens=6, n=1))] * 2
+        local = FastEngine(model.eval(), tok).generate(req[:1])[0].token_ids  # what the new weights say
+        assert [o.token_ids for o in eng.generate(req)] == [local, local]  # both workers hold them
+        names = list(state)
+        sync = eng.begin_weights(2)
+        sync.add({k: state[k] for k in names[0::2]})
+        ray.kill(eng.workers[1].handle, no_restart=True)  # the group loses a member mid-sync
+        with pytest.raises(SyncRestart):
+            sync.add({k: state[k] for k in names[1::2]})
+        sync.abort()
+        assert eng.collective is None and eng.collective_broken
+        _bucketed_sync(eng, state, 2, 2)  # sent again, through the object store
+        alive = [w for w in eng.workers if w.alive]
+        assert [w.version for w in alive] == [2] and [o.token_ids for o in eng.generate(req[:1])] == [local]
+    finally:
+        eng.close()
+
+
+def test_sharded_trainer_streams_bounded_buckets_to_the_ray_workers_by_collective(cluster, tmp_path):
+    """2 FSDP ranks train; rank 0 drives the loop and sends each sync in ~8 KiB buckets over
+    the collective group: every worker ends on the final weights, and no sync is a full copy."""
+    import sys
+    from pathlib import Path
+
+    from posttrain.train.sharded.launch import run_ranks
+
+    rank_rl = Path(__file__).parents[1] / "train" / "sharded" / "rank_rl.py"
+    over = [f"cluster.address={cluster.address}", "cluster.rollout_workers=2", "cluster.weight_sync=collective",
+            "cluster.start_jitter_s=0.2", "trainer.sync_bucket_mb=0.008"]
+    env = {"OMP_NUM_THREADS": "1", "POSTTRAIN_TEST_OVERRIDES": ";".join(over)}
+    out = tmp_path / "out.pt"
+    assert run_ranks([sys.executable, str(rank_rl), str(tmp_path / "run"), str(out), "2"], 2, 120, env=env) == 0
+    got = torch.load(out, weights_only=False)
+    rows = got["rows"]
+    assert [r["weights_version"] for r in rows] == [1, 2] and got["versions"] == [2, 2]
+    assert all(r["sync/buckets"] > 1 and r["sync/full_copy"] == 0.0 for r in rows)
+    biggest = max(v.numel() * v.element_size() for v in got["state"].values())
+    assert all(r["sync/max_bucket_bytes"] <= 0.008 * 2**20 + biggest for r in rows)
+    assert all(r["cluster/sync/collective"] == 1.0 for r in rows)
+    assert got["remote"] == [got["local"], got["local"]]  # both workers generate from the trained weights
+
+
 def test_node_killed_mid_step_run_completes_exactly_once(cluster, tmp_path):
     cfg = _cfg(cluster, tmp_path, **{"rl.steps": 3})
     kill = {"cluster": cluster}

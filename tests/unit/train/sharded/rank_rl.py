@@ -60,17 +60,31 @@ def main() -> int:
     from posttrain.train.rl import build_state, train_rl
     from posttrain.train.sft import sft_train
 
-    cfg = load_config(None, overrides(steps))
+    extra = os.environ.get("POSTTRAIN_TEST_OVERRIDES", "").split(";")  # e.g. cluster.address=... (Ray workers)
+    cfg = load_config(None, overrides(steps) + [x for x in extra if x])
     model, tok = build_tiny(cfg.model.tiny, seed=0)
     train = [dataclasses.replace(t, verifier=Spec("sharded_test_digit_match")) for t in make_splits(cfg).train]
     sft_train(model, tok, [(t.prompt, t.oracle) for t in train], SFTConfig(steps=30, batch_size=12, lr=1e-2))
     run_dir.mkdir(parents=True, exist_ok=True)
-    st = build_state(cfg, run_dir, model, tok, train, train[:2], None, resume=resume)
+    from posttrain.recipes.cluster import cluster_engine_factory  # None -> the local engine
+
+    st = build_state(cfg, run_dir, model, tok, train, train[:2], None, resume=resume,
+                     engine_factory=cluster_engine_factory(cfg))
     asyncio.run(train_rl(st))
     rows = st.metrics.read()
     st.metrics.close(), st.store.close()
     final = st.sharded.export_model() if st.sharded is not None else st.model
-    torch.save({"rows": rows, "state": {k: v.detach().clone() for k, v in final.state_dict().items()}}, out)
+    result = {"rows": rows, "state": {k: v.detach().clone() for k, v in final.state_dict().items()}}
+    if cfg.cluster.address:  # what the Ray workers generate now against the final weights, run locally
+        from posttrain.rollout.engine import GenRequest, SamplingParams
+        from posttrain.rollout.fast.engine import FastEngine
+
+        req = [GenRequest((1, 5, 9, 2, 7), SamplingParams(temperature=0.0, max_new_tokens=6))] * 2
+        result["remote"] = [o.token_ids for o in st.engine.generate(req)]
+        result["local"] = FastEngine(final.eval(), tok).generate(req[:1])[0].token_ids
+        result["versions"] = [w.version for w in st.engine.workers]
+        st.engine.close()
+    torch.save(result, out)
     return 0
 
 
