@@ -79,9 +79,6 @@ def _check_async(cfg: RunConfig) -> None:
         if not getattr(factory, "inflight_weight_update", False):  # an engine declares it can swap weights between decode steps
             raise ConfigError(f"rl.partial_rollouts=true: engine.name={cfg.engine.name!r} cannot take new weights in the middle "
                               "of a batch; set rl.partial_rollouts=false")
-        if cfg.cluster.address is not None:
-            raise ConfigError("rl.partial_rollouts=true: the Ray rollout workers (cluster.address is set) cannot take new "
-                              "weights in the middle of a batch; set rl.partial_rollouts=false or unset cluster.address")
 
 
 def _check_tasks(cfg: RunConfig) -> None:
@@ -142,6 +139,9 @@ def check_sharded(cfg: RunConfig) -> None:
     import os
 
     t = cfg.trainer
+    _known("launcher", t.launcher, "trainer.launcher")
+    if t.launcher == "ray" and not cfg.cluster.address:
+        raise ConfigError("trainer.launcher=ray needs cluster.address (the Ray head, e.g. HEAD:6379 or auto)")
     world = int(os.environ.get("WORLD_SIZE", t.world_size))
     if world == 1 and t.tp == 1:
         return

@@ -115,6 +115,9 @@ class TrainerConfig(Section):
     timeout_s: float = Field(default=300.0, gt=0.0)  # every collective and every rank's heartbeat
     mixed_precision: str = Field(default="auto", pattern="^(auto|bf16|fp32)$")  # FSDP2 policy; auto: bf16 on CUDA only
     sync_bucket_mb: float = Field(default=64.0, gt=0.0)  # weight sync from the ranks: the most rank 0 holds at once
+    launcher: str = "local"  # a `launcher`: local (N processes here) | ray (ranks 1..N-1 as actors on cluster.address)
+    rank_cpus: float = Field(default=1.0, gt=0.0)  # launcher=ray: CPUs (and torch threads) per rank actor
+    rank_gpus: float = Field(default=0.0, ge=0.0)  # launcher=ray: GPUs per rank actor
 
 
 class DPOConfig(Section):

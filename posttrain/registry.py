@@ -39,6 +39,7 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "tracker": ("posttrain.store.trackers",),
     "sharded_trainer": ("posttrain.train.sharded.loops",),  # sft/dpo phases at world size N (rank 0)
     "rl_loop": ("posttrain.train.async_rl.loop",),  # rl.max_staleness > 0; looked up by name: async_rl imports rl
+    "launcher": ("posttrain.train.sharded.launch", "posttrain.distributed.trainer_group"),  # trainer.launcher=ray: ranks 1..N-1 on the cluster
 }
 
 

@@ -91,13 +91,13 @@ def start_workers(ccfg: Any, model: Any, tok: Any, engine_name: str, engine_args
     """`ccfg.rollout_workers` engine actors, SPREAD; returns (label, handle) of those that started."""
     import ray
 
-    from posttrain.distributed.rollout_worker import RolloutWorker
+    from posttrain.distributed.rollout_worker import CONCURRENCY_GROUPS, RolloutWorker
 
     opts: dict[str, Any] = {"num_cpus": ccfg.worker_cpus, "scheduling_strategy": "SPREAD", "max_restarts": 0}
     if ccfg.rollout_resource:
         opts["resources"] = {ccfg.rollout_resource: 0.001}
     payload = ray.put((model, tok))
-    cls = ray.remote(RolloutWorker)
+    cls = ray.remote(concurrency_groups=CONCURRENCY_GROUPS)(RolloutWorker)  # offer_weights beside generate
     hs = [cls.options(**opts).remote(payload, engine_name, engine_args, max(1, int(ccfg.worker_cpus)))
           for _ in range(ccfg.rollout_workers)]
     labels = {n["NodeID"]: node_label(n) for n in alive_nodes()}

@@ -14,7 +14,9 @@ waited for, or a fresh one pushed) before it is given work.
 With a `collective` (collective.py, `cluster.weight_sync=collective`), the state is
 broadcast over torch.distributed instead (NCCL on GPUs, gloo on CPUs); a group that loses a
 member is broken for good and syncs fall back to the object store. A sharded trainer
-sends its weights in buckets instead (`begin_weights`, bucket_sync.py).
+sends its weights in buckets instead (`begin_weights`, bucket_sync.py). With a weight source
+(`set_weight_source`, rl.partial_rollouts), newer weights are offered to the workers while a
+batch generates, and taken between decode steps (offers.py).
 
 Faults: a worker whose actor or node dies is dropped and its share of the batch is
 resubmitted to another worker (brought up to date first); requests carry their own seeds,
@@ -65,6 +67,9 @@ class RemoteEngine:
         self.last_sync: dict[str, float] = {}
         self.max_lag = 0
         self.resubmitted = 0
+        self._source: Any = None  # set_weight_source (offers.py)
+        self.offered_version = 0  # the newest version offered mid-batch
+        self.counters = {"inflight_updates": 0}  # weights a worker took mid-batch, summed over workers
 
     # ---- weights ------------------------------------------------------------------------
     def load_weights(self, state: Mapping[str, Any], version: int) -> dict[str, float]:
@@ -157,7 +162,22 @@ class RemoteEngine:
                 self._finish(w)
 
     # ---- generation ---------------------------------------------------------------------
+    inflight_weight_update = True  # set_weight_source: workers take new weights mid-batch (offers.py)
+
+    def set_weight_source(self, source: Any) -> None:
+        """Poll `source()` -> (version, state) | None while a generate runs (None: stop)."""
+        self._source = source
+
     def generate(self, requests: Sequence[Any]) -> list[Any]:
+        if self._source is None:
+            return self._generate(requests)
+        from posttrain.distributed.offers import WeightOffers
+
+        self.offered_version = max(self.offered_version, self.weights_version)
+        with WeightOffers(self, self._source):
+            return self._generate(requests)
+
+    def _generate(self, requests: Sequence[Any]) -> list[Any]:
         if not requests:
             return []
         self._poll()
@@ -195,12 +215,14 @@ class RemoteEngine:
         import ray
 
         try:
-            version, outs = ray.get(ref, timeout=self.timeout_s)
+            version, outs, v_end, taken = ray.get(ref, timeout=self.timeout_s)
         except Exception as e:  # noqa: BLE001
             self._fail(w, e, "generate")
             return None
         w.gen_s += time.perf_counter() - t0
         w.completions += len(outs)
+        w.version = max(w.version, v_end)  # it may have taken offered weights mid-batch
+        self.counters["inflight_updates"] += taken
         self.max_lag = max(self.max_lag, self.weights_version - version)
         return outs
 

@@ -15,8 +15,20 @@ tensor on any mismatch, so a corrupted transfer never generates.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any, Mapping, Sequence
+
+try:  # offers of new weights run on a thread of their own while generate runs (partial rollouts)
+    import ray
+
+    _offer_group = ray.method(concurrency_group="offer")
+    CONCURRENCY_GROUPS = {"offer": 1}
+except ImportError:  # imported without Ray (docs, type checks): plain methods
+    def _offer_group(f: Any) -> Any:
+        return f
+
+    CONCURRENCY_GROUPS = {}
 
 
 class RolloutWorker:
@@ -29,6 +41,10 @@ class RolloutWorker:
         model, tok = payload
         self.engine = make_engine(engine_name, model, tok, **engine_args)
         self.generated = 0
+        self._offered: tuple[int, Any, Mapping[str, str]] | None = None  # newest offer not yet taken
+        self._offer_lock = threading.Lock()
+        if getattr(self.engine, "inflight_weight_update", False):
+            self.engine.set_weight_source(self._take_offer)  # polled between decode steps
 
     def info(self) -> dict[str, Any]:
         import ray
@@ -99,9 +115,28 @@ class RolloutWorker:
             out.update(copy_s=rep.copy_s, verify_s=rep.verify_s, bytes=rep.bytes, tensors=rep.tensors)
         return out
 
-    def generate(self, requests: Sequence[Any]) -> tuple[int, list[Any]]:
-        """(weights version used, completions): the driver checks the version it got."""
-        v = self.engine.weights_version
+    @_offer_group
+    def offer_weights(self, state: Mapping[str, Any], version: int, manifest: Mapping[str, str]) -> int:
+        """Newer weights for the batch in flight (rl.partial_rollouts): runs beside `generate`
+        (its own concurrency group) and only stores them; the engine installs them, verified
+        against `manifest`, at its next decode step, and tags the later tokens with `version`."""
+        with self._offer_lock:
+            if self._offered is None or version > self._offered[0]:
+                self._offered = (version, state, manifest)
+        return version
+
+    def _take_offer(self) -> tuple[int, Any, Mapping[str, str]] | None:
+        with self._offer_lock:
+            got, self._offered = self._offered, None
+        return got
+
+    def generate(self, requests: Sequence[Any]) -> tuple[int, list[Any], int, int]:
+        """(version at the start, completions, version at the end, weights taken mid-batch);
+        the driver checks the versions it got (every token also carries its own)."""
+        def taken() -> int:
+            return getattr(self.engine, "counters", {}).get("inflight_updates", 0)
+
+        v, before = self.engine.weights_version, taken()
         outs = self.engine.generate(requests)
         self.generated += len(outs)
-        return v, outs
+        return v, outs, self.engine.weights_version, taken() - before

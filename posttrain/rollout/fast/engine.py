@@ -169,7 +169,9 @@ class FastEngine:
         got = self._source()
         if got is None or got[0] <= self.weights_version:
             return
-        self._load_weights(got[1], got[0], None)  # raises WeightSyncError: the call fails, nothing half-trusted
+        # (version, state) from the same process, or (version, state, manifest) from a Ray
+        # worker's offer: checked against the trainer's digests. A WeightSyncError fails the call.
+        self._load_weights(got[1], got[0], got[2] if len(got) > 2 else None)
         for s in self.active:
             s.vsplits.append((len(s.out), got[0]))
         self.counters["inflight_updates"] += 1

@@ -13,8 +13,13 @@ rank exits non-zero or is killed, the others are stopped and one line names it:
 
 A rank that hangs is caught inside the job (group.py: heartbeats, collective timeouts).
 
-Limits: one machine (for several nodes use torchrun's own rendezvous); the YAML is only
-peeked for `trainer.world_size`/`trainer.timeout_s`, not merged with a recipe's preset.
+With `trainer.launcher=ray` the other ranks are Ray actors on the cluster instead
+(distributed/trainer_group.py) and this process is rank 0.
+
+Limits: the local launcher is for one machine (for several nodes use torchrun's own
+rendezvous, or `trainer.launcher=ray`); the YAML is only peeked for the launch settings
+(`trainer.world_size/timeout_s/launcher/rank_cpus/rank_gpus`, `cluster.address`), not
+merged with a recipe's preset.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
+
+from posttrain.registry import registry
 
 DEFAULT_TIMEOUT_S = 300.0
 TRAINING_COMMANDS = ("sft", "dpo", "rl", "quickstart")  # the commands that train; others ignore world_size
@@ -38,37 +45,74 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _trainer_settings(argv: Sequence[str]) -> tuple[int, float]:
-    """(world_size, timeout_s) from `trainer.X=` overrides, else from the first YAML argument."""
+_PEEKED = {"trainer": ("world_size", "timeout_s", "launcher", "rank_cpus", "rank_gpus"), "cluster": ("address",)}
+
+
+def _peek(argv: Sequence[str]) -> dict[str, str]:
+    """`section.key` -> value for the launch settings, from `section.key=` overrides, else from
+    the first YAML argument (not merged with a recipe's preset)."""
     found: dict[str, str] = {}
     for a in argv:
-        for key in ("world_size", "timeout_s"):
-            if a.startswith(f"trainer.{key}="):
-                found[key] = a.split("=", 1)[1]
+        for sec, keys in _PEEKED.items():
+            for key in keys:
+                if a.startswith(f"{sec}.{key}="):
+                    found[f"{sec}.{key}"] = a.split("=", 1)[1]
     yaml_path = next((a for a in argv if a.endswith((".yaml", ".yml")) and Path(a).is_file()), None)
-    if yaml_path and len(found) < 2:
+    if yaml_path:
         import yaml
 
         try:
-            tr = (yaml.safe_load(Path(yaml_path).read_text()) or {}).get("trainer") or {}
+            doc = yaml.safe_load(Path(yaml_path).read_text()) or {}
         except Exception:  # noqa: BLE001 - a broken YAML is reported by load_config, with its name
-            tr = {}
-        for key in ("world_size", "timeout_s"):
-            if key not in found and key in tr:
-                found[key] = str(tr[key])
+            doc = {}
+        for sec, keys in _PEEKED.items():
+            part = doc.get(sec) if isinstance(doc, dict) else None
+            for key in keys:
+                if isinstance(part, dict) and part.get(key) is not None:
+                    found.setdefault(f"{sec}.{key}", str(part[key]))
+    return found
+
+
+def _trainer_settings(argv: Sequence[str]) -> tuple[int, float]:
+    """(world_size, timeout_s) of the command line."""
+    found = _peek(argv)
     try:
-        return int(found.get("world_size", 1)), float(found.get("timeout_s", DEFAULT_TIMEOUT_S))
+        return int(found.get("trainer.world_size", 1)), float(found.get("trainer.timeout_s", DEFAULT_TIMEOUT_S))
     except ValueError:
         return 1, DEFAULT_TIMEOUT_S  # load_config names the bad value
 
 
 def maybe_spawn(argv: Sequence[str]) -> None:
-    """Re-run this command as N ranks and exit with the job's status, if it asks for N > 1."""
+    """Start this command's other ranks, if it asks for world_size N > 1, through the
+    `trainer.launcher` it names: `local` (default) re-runs it as N processes here and exits
+    with the job's status; `ray` (distributed/trainer_group.py) starts ranks 1..N-1 as Ray
+    actors and returns with this process as rank 0."""
     if "WORLD_SIZE" in os.environ or "--help" in argv or not argv or argv[0] not in TRAINING_COMMANDS:
         return
     n, timeout_s = _trainer_settings(argv)
-    if n > 1:
-        sys.exit(run_ranks([sys.executable, "-m", "posttrain", *argv], n, timeout_s))
+    if n <= 1:
+        return
+    found = _peek(argv)
+    from posttrain.errors import PosttrainError
+
+    try:
+        registry("launcher").get(found.get("trainer.launcher", "local"))(argv, n, timeout_s, found)
+    except PosttrainError as e:  # an unknown launcher, no cluster.address, an unreachable cluster
+        print(f"posttrain: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    import atexit
+
+    from posttrain.train.sharded.mesh import init_group
+    from posttrain.train.sharded.session import release_followers
+
+    init_group(timeout_s)  # the rendezvous with the ranks just started
+    atexit.register(release_followers, timeout_s)
+
+
+@registry("launcher").register("local")
+def launch_local(argv: Sequence[str], world: int, timeout_s: float, settings: Mapping[str, str]) -> None:
+    """N processes of this command line on this machine; exits with the job's status."""
+    sys.exit(run_ranks([sys.executable, "-m", "posttrain", *argv], world, timeout_s))
 
 
 def run_ranks(cmd: Sequence[str], world_size: int, timeout_s: float = DEFAULT_TIMEOUT_S,

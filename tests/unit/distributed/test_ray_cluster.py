@@ -170,6 +170,48 @@ def test_async_rl_on_remote_actors_trains_on_samples_at_most_k_versions_old(clus
     assert {w.name.split("/")[0] for w in st.engine.workers} == {"pt_node_a", "pt_node_b"}
 
 
+def test_partial_rollouts_on_remote_actors_keep_every_token_within_k_versions(cluster, tmp_path):
+    k = 1
+    cfg = _cfg(cluster, tmp_path, **{"rl.steps": 3, "rl.max_staleness": k, "rl.partial_rollouts": "true"})
+    st = _run_rl(cfg, tmp_path / "partial")
+    rows = st.metrics.read()
+    assert [r["step"] for r in rows] == [0, 1, 2] and st.store.count() == 3 * 4 * 4
+    for t in st.store.iter():  # no token older than K at the step it trained, none newer than the trainer
+        vs = t.turns[0].token_versions
+        assert list(vs) == sorted(vs) and t.step - k <= min(vs) == t.weights_version and max(vs) <= t.step
+    assert all(w.version == 3 for w in st.engine.workers)
+
+
+def test_ray_workers_take_new_weights_mid_batch_and_tag_each_token(cluster, tmp_path):
+    from posttrain.distributed import build_remote_engine
+    from posttrain.models.tiny import build_tiny
+    from posttrain.rollout.engine import GenRequest, SamplingParams
+
+    cfg = _cfg(cluster, tmp_path, **{"engine.args": "{max_batch: 64, ignore_eos: true}"})
+    model, tok = build_tiny()
+    eng = build_remote_engine(cfg, model, tok)
+    try:
+        reqs = [GenRequest((1, 2, 3, 4), SamplingParams(max_new_tokens=200, n=4, seed=i)) for i in range(4)]
+        eng.generate(reqs)  # warm (the first call sets up lanes), then: how long such a batch takes here
+        t0 = time.perf_counter()
+        eng.generate(reqs)
+        took = time.perf_counter() - t0
+        g = torch.Generator().manual_seed(5)
+        new = {k: v + 0.3 * torch.randn(v.shape, generator=g) for k, v in model.state_dict().items()}
+        new["lm_head.weight"] = new["model.embed_tokens.weight"]  # tied
+        start = time.perf_counter()
+        eng.set_weight_source(lambda: (1, new) if time.perf_counter() - start > took / 4 else None)
+        outs = eng.generate(reqs)
+        eng.set_weight_source(None)
+        vs = [c.token_versions for c in outs]
+        assert len(outs) == 16 and all(set(v) <= {0, 1} and list(v) == sorted(v) for v in vs)
+        assert any(0 in v and 1 in v for v in vs)  # the batch went on: tokens on both sides of the update
+        assert eng.counters["inflight_updates"] == 2 and [w.version for w in eng.workers] == [1, 1]
+        assert eng.weights_version == 1
+    finally:
+        eng.close()
+
+
 def test_collective_weight_sync_installs_verified_weights_then_falls_back_when_a_worker_dies(cluster, tmp_path):
     from posttrain.distributed import build_remote_engine
     from posttrain.models.tiny import build_tiny
@@ -263,6 +305,87 @@ def test_sharded_trainer_streams_bounded_buckets_to_the_ray_workers_by_collectiv
     assert all(r["sync/max_bucket_bytes"] <= 0.008 * 2**20 + biggest for r in rows)
     assert all(r["cluster/sync/collective"] == 1.0 for r in rows)
     assert got["remote"] == [got["local"], got["local"]]  # both workers generate from the trained weights
+
+
+def test_sft_cli_with_its_ranks_launched_as_ray_actors_writes_the_one_process_model(cluster, tmp_path):
+    """`posttrain sft ... trainer.world_size=2 trainer.launcher=ray`: rank 1 is a Ray actor, this
+    command's process rank 0; the model equals the one-process recipe's (1e-4 per weight)."""
+    import json
+    import subprocess
+    import sys
+
+    from posttrain.models import load_policy
+    from posttrain.train.sft import run_sft
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "completion": str(a + b)}) + "\n"
+                            for a in range(6) for b in range(6)))
+    over = [f"sft.data={data}", "sft.steps=3", "sft.batch_size=8", "sft.max_len=32", "sft.lr=1e-2", "threads=1",
+            "model.tiny.hidden_size=32", "model.tiny.intermediate_size=64", "model.tiny.num_attention_heads=2",
+            "model.tiny.num_key_value_heads=2", "trainer.mixed_precision=fp32", "trainer.timeout_s=60"]
+    cfg_file = tmp_path / "run.yaml"
+    cfg_file.write_text("name: sharded\n")
+    proc = subprocess.run([sys.executable, "-m", "posttrain", "sft", str(cfg_file), *over, "trainer.world_size=2",
+                           "trainer.launcher=ray", f"cluster.address={cluster.address}", "--out", str(tmp_path / "two")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "trainer ranks 1..1 of 2 started as Ray actors on pt_node_" in proc.stderr
+    two = json.loads(proc.stdout[proc.stdout.index("{"):])
+    one = run_sft(load_config(cfg_file, over), tmp_path / "one")
+    assert two["final_loss"] == pytest.approx(one["final_loss"], abs=1e-5)
+    rows = [json.loads(x) for x in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and rows[-1]["shard/sent_bytes"] > 0  # the collectives crossed to the actor
+    a, b = load_policy(two["model"])[0].state_dict(), load_policy(one["model"])[0].state_dict()
+    for k, v in b.items():
+        assert (a[k] - v).abs().max() <= 1e-4, k
+
+
+def _rank_actor_pids() -> list[int]:
+    from pathlib import Path
+
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and (d / "cmdline").read_bytes().startswith(b"ray::RankActor"):
+                out.append(int(d.name))
+        except OSError:
+            continue
+    return out
+
+
+def test_a_ray_launched_rank_killed_mid_training_ends_the_job_with_one_line_naming_it(cluster, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    cfg_file = tmp_path / "run.yaml"
+    cfg_file.write_text("name: sharded-kill\n")
+    over = ["sft.steps=100000", "sft.batch_size=8", "sft.max_len=32", "threads=1", "tasks.domains={arithmetic: {}}",
+            "model.tiny.hidden_size=32", "model.tiny.intermediate_size=64", "model.tiny.num_attention_heads=2",
+            "model.tiny.num_key_value_heads=2", "trainer.mixed_precision=fp32", "trainer.timeout_s=20"]
+    err = tmp_path / "stderr.txt"
+    with open(err, "w") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "posttrain", "sft", str(cfg_file), *over, "trainer.world_size=2",
+                                 "trainer.launcher=ray", f"cluster.address={cluster.address}", "--out",
+                                 str(tmp_path / "run")], stdout=subprocess.DEVNULL, stderr=fh)
+    try:
+        deadline = time.time() + 180
+        while not (tmp_path / "run" / "metrics.jsonl").is_file() or not _rank_actor_pids():
+            assert proc.poll() is None and time.time() < deadline, err.read_text()[-2000:]
+            time.sleep(0.5)
+        for pid in _rank_actor_pids():
+            os.kill(pid, signal.SIGKILL)
+        t0 = time.time()
+        code = proc.wait(timeout=120)
+        took = time.time() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = err.read_text()
+    assert code == 2 and took < 60, text[-2000:]
+    lines = [x for x in text.splitlines() if x.startswith("posttrain: error:")]
+    assert len(lines) == 1 and "rank 1 of 2" in lines[0], text[-2000:]
 
 
 def test_node_killed_mid_step_run_completes_exactly_once(cluster, tmp_path):

@@ -35,3 +35,27 @@ def test_launcher_reads_world_size_and_timeout_from_overrides_then_yaml(tmp_path
     assert _trainer_settings(["sft", str(y)]) == (3, 42.0)
     assert _trainer_settings(["sft", str(y), "trainer.world_size=2"]) == (2, 42.0)
     assert _trainer_settings(["rl", "rl.steps=3"]) == (1, 300.0)
+
+
+def test_an_unknown_launcher_is_named_with_the_known_ones():
+    with pytest.raises(ConfigError, match=r"trainer.launcher='slurm' is not a registered launcher; known: local, ray"):
+        check_sharded(load_config(None, ["trainer.world_size=2", "trainer.launcher=slurm"]))
+
+
+def test_the_ray_launcher_without_a_cluster_address_is_refused():
+    with pytest.raises(ConfigError, match="trainer.launcher=ray needs cluster.address"):
+        check_sharded(load_config(None, ["trainer.world_size=2", "trainer.launcher=ray"]))
+
+
+def test_the_launch_refuses_a_bad_launcher_before_starting_anything(monkeypatch, capsys, tmp_path):
+    from posttrain.train.sharded.launch import maybe_spawn
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    y = tmp_path / "run.yaml"
+    y.write_text("trainer: {world_size: 2, launcher: ray}\n")  # read from the YAML, no cluster.address anywhere
+    with pytest.raises(SystemExit) as e:
+        maybe_spawn(["sft", str(y)])
+    assert e.value.code == 2 and "trainer.launcher=ray needs cluster.address" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        maybe_spawn(["sft", str(y), "trainer.launcher=slurm"])
+    assert e.value.code == 2 and "unknown launcher 'slurm'; known: local, ray" in capsys.readouterr().err
