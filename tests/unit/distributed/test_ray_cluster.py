@@ -310,34 +310,18 @@ def test_sharded_trainer_streams_bounded_buckets_to_the_ray_workers_by_collectiv
 def test_sft_cli_with_its_ranks_launched_as_ray_actors_writes_the_one_process_model(cluster, tmp_path):
     """`posttrain sft ... trainer.world_size=2 trainer.launcher=ray`: rank 1 is a Ray actor, this
     command's process rank 0; the model equals the one-process recipe's (1e-4 per weight)."""
-    import json
     import subprocess
     import sys
 
-    from posttrain.models import load_policy
-    from posttrain.train.sft import run_sft
+    from tests.unit.train.sharded.sft_case import assert_writes_the_one_process_model, sft_case
 
-    data = tmp_path / "train.jsonl"
-    data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "completion": str(a + b)}) + "\n"
-                            for a in range(6) for b in range(6)))
-    over = [f"sft.data={data}", "sft.steps=3", "sft.batch_size=8", "sft.max_len=32", "sft.lr=1e-2", "threads=1",
-            "model.tiny.hidden_size=32", "model.tiny.intermediate_size=64", "model.tiny.num_attention_heads=2",
-            "model.tiny.num_key_value_heads=2", "trainer.mixed_precision=fp32", "trainer.timeout_s=60"]
-    cfg_file = tmp_path / "run.yaml"
-    cfg_file.write_text("name: sharded\n")
+    cfg_file, over = sft_case(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "posttrain", "sft", str(cfg_file), *over, "trainer.world_size=2",
                            "trainer.launcher=ray", f"cluster.address={cluster.address}", "--out", str(tmp_path / "two")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "trainer ranks 1..1 of 2 started as Ray actors on pt_node_" in proc.stderr
-    two = json.loads(proc.stdout[proc.stdout.index("{"):])
-    one = run_sft(load_config(cfg_file, over), tmp_path / "one")
-    assert two["final_loss"] == pytest.approx(one["final_loss"], abs=1e-5)
-    rows = [json.loads(x) for x in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
-    assert len(rows) == 3 and rows[-1]["shard/sent_bytes"] > 0  # the collectives crossed to the actor
-    a, b = load_policy(two["model"])[0].state_dict(), load_policy(one["model"])[0].state_dict()
-    for k, v in b.items():
-        assert (a[k] - v).abs().max() <= 1e-4, k
+    assert_writes_the_one_process_model(proc.stdout, cfg_file, over, tmp_path / "two", tmp_path / "one")
 
 
 def _rank_actor_pids() -> list[int]:
