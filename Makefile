@@ -35,8 +35,13 @@ $(STAMP): pyproject.toml
 run: install
 	$(VENV)/bin/posttrain quickstart
 
+# Two workers, each running whole test files (--dist loadfile): a file's module fixtures (a Ray
+# cluster, a sandbox pool) are built once, and most tests wait on subprocesses, so two files at a
+# time fit 2 cores (6 min instead of 10 on the 2-core machine). `make test PYTEST_WORKERS=0` runs serially.
+PYTEST_WORKERS ?= 2
+
 test: install browser
-	@$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -rs tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 # The viewer's browser test drives Debian's Chromium through Playwright (no browser download).
