@@ -8,11 +8,19 @@ Layers, lowest first (DESIGN.md, "Modules: who owns what"):
 `distributed` (the only Ray user) is wired in from outside `train`: train imports it
 nowhere, and it may import anything below `cli`. Every import counts, lazy ones inside
 functions included: a lazy import still couples the modules.
+
+README.md "## Layout", the third-party rules: `types.py` and `errors.py` import nothing
+heavy (the standard library only), nor does anything of posttrain they import; `sandbox/`
+never imports torch, directly or through a posttrain module it imports; and only
+`distributed/` imports Ray (anywhere else, module-level or lazy, is a violation).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import sys
+from collections import deque
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[3] / "posttrain"
@@ -96,3 +104,74 @@ def test_no_import_cycles():
         if m not in state:
             visit(m)
     assert not cycles, "\n".join(cycles[:20])
+
+
+# ---- third-party imports (README.md "## Layout", "must not") ----------------------------------
+@functools.lru_cache(maxsize=None)
+def _files() -> dict[str, Path]:
+    return {_module_name(p): p for p in PKG.rglob("*.py")}
+
+
+@functools.lru_cache(maxsize=None)
+def _external(mod: str) -> tuple[tuple[int, str], ...]:
+    """(line, module) of every import in `mod` from outside posttrain, lazy ones included; a
+    string constant given to importlib.import_module or __import__ counts as an import too."""
+    out = []
+    for n in ast.walk(ast.parse(_files()[mod].read_text())):
+        if isinstance(n, ast.Import):
+            out += [(n.lineno, a.name) for a in n.names]
+        elif isinstance(n, ast.ImportFrom) and n.level == 0 and n.module:
+            out.append((n.lineno, n.module))
+        elif (isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Constant)
+              and isinstance(n.args[0].value, str)
+              and (isinstance(n.func, ast.Name) and n.func.id == "__import__"
+                   or isinstance(n.func, ast.Attribute) and n.func.attr == "import_module")):
+            out.append((n.lineno, n.args[0].value))
+    return tuple((line, m) for line, m in out if m.split(".")[0] != "posttrain")
+
+
+def _reached(roots: list[str]) -> dict[str, str | None]:
+    """Every posttrain module that importing `roots` loads (their packages' __init__ included,
+    lazy imports counted), each mapped to the module that reached it (None for a root)."""
+    graph, files = _imports(), _files()
+    via: dict[str, str | None] = {}
+    todo = deque((r, None) for r in roots)  # breadth first: the chain named is a shortest one
+    while todo:
+        m, parent = todo.popleft()
+        if m in via:
+            continue
+        via[m] = parent
+        parts = m.split(".")
+        pkgs = [".".join(parts[:i]) for i in range(1, len(parts))]
+        todo.extend((d, m) for d in sorted(graph.get(m, set()) | {p for p in pkgs if p in files}))
+    return via
+
+
+def _where(mod: str, via: dict[str, str | None], line: int, name: str) -> str:
+    chain = [mod]
+    while via[chain[-1]] is not None:
+        chain.append(via[chain[-1]])
+    path = _files()[mod].relative_to(PKG.parent)
+    how = f" (reached: {' <- '.join(chain)})" if len(chain) > 1 else ""
+    return f"{path}:{line} imports {name}{how}"
+
+
+def test_types_and_errors_import_only_the_standard_library():
+    via = _reached(["posttrain.types", "posttrain.errors"])
+    bad = [_where(m, via, line, name) for m in sorted(via) for line, name in _external(m)
+           if name.split(".")[0] not in sys.stdlib_module_names]
+    assert not bad, "types.py and errors.py must not import torch or anything heavy:\n" + "\n".join(bad)
+
+
+def test_sandbox_never_imports_torch():
+    via = _reached(sorted(m for m in _files() if _part(m) == "sandbox"))
+    bad = [_where(m, via, line, name) for m in sorted(via) for line, name in _external(m)
+           if name.split(".")[0] == "torch"]
+    assert not bad, "sandbox/ must not import torch:\n" + "\n".join(bad)
+
+
+def test_only_distributed_imports_ray():
+    mods = [m for m in sorted(_files()) if _part(m) != "distributed"]
+    via = {m: None for m in mods}
+    bad = [_where(m, via, line, name) for m in mods for line, name in _external(m) if name.split(".")[0] == "ray"]
+    assert not bad, "only posttrain/distributed/ may import ray:\n" + "\n".join(bad)
