@@ -95,6 +95,9 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
         model, tok = load_policy(ckpt)
     engine = (engine_factory or local_engine)(cfg, model, tok)
     ref = copy.deepcopy(model).eval() if cfg.rl.kl_coef > 0 else None  # the plain base, before any LoRA
+    ts = load_trainer_state(ckpt) if ckpt is not None else None
+    if ref is not None and ts is not None and "ref_model" in ts:  # the run's base, not the resumed policy
+        ref.load_state_dict(ts["ref_model"])
     model = prepare_model(model, cfg.trainer)  # trainer: LoRA / gradient checkpointing (rl_model.py)
     opt = torch.optim.AdamW(trainable_parameters(model), lr=cfg.rl.lr, weight_decay=0.0, betas=(0.9, 0.99),
                             foreach=True)  # CPU defaults to a per-tensor loop
@@ -104,8 +107,8 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     if sharded_active():  # rank 0 of N: shards on every rank; `opt` becomes the LR schedule's holder
         from posttrain.train.sharded import rl_hooks
 
-        sharded, opt = rl_hooks.start(cfg, model, tok)
-        model = None
+        sharded, opt = rl_hooks.start(cfg, model, tok, ref)
+        model, ref = None, None  # the ranks hold both, sharded
     warm = max(1, cfg.rl.warmup_steps)
     lr_sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
     st = RLState(cfg, run_dir, model, tok, engine, opt, lr_sched, sched,
@@ -115,8 +118,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
                  list(train_tasks), list(eval_tasks), ref)
     st.infra_guard = InfraErrorGuard(cfg.rl.infra_error, sandbox)
     st.sharded = sharded
-    if ckpt is not None:
-        ts = load_trainer_state(ckpt)
+    if ts is not None:
         if st.sharded is not None:
             from posttrain.train.sharded import rl_hooks
 
@@ -132,8 +134,6 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
         set_rng_state(ts["rng"])
         st.step, st.version = ts["step"] + 1, ts["version"]
         st.async_state = ts.get("async")
-        if ref is not None and "ref_model" in ts:
-            ref.load_state_dict(ts["ref_model"])
         if ts.get("lora") is not None:
             load_adapter_state(st.model, ts["lora"])
         if st.sharded is None:  # sharded: the engine was built from the checkpoint's own weights

@@ -12,6 +12,7 @@ the model's shape alone, per micro-batch forward of T tokens:
     FSDP: (dp-1)/dp * [ (L*P_layer/tp + P_root) * (2 gathers fwd+bwd for layers, 1 for root) * param_bytes
                         + (L*P_layer/tp + P_root) * reduce_bytes ]
     TP:   2(tp-1)/tp * T*H*act_bytes * (2 forward + 5 backward all-reduces per layer)
+    and per forward of the frozen KL reference: its parameters gathered once, 2 all-reduces per layer.
 Memory: parameter, gradient and optimiser bytes are the local shards' sizes; activation
 bytes are the tensors saved for backward during one forward (distinct storages).
 
@@ -69,6 +70,7 @@ class CommMeter(TorchDispatchMode):
         self.sent_bytes = 0.0
         self.calls = 0
         self.forwards: list[int] = []  # tokens of each micro-batch forward on this rank
+        self.ref_forwards: list[int] = []  # the same for the KL reference model (forward only)
 
     def start_step(self) -> None:
         self.reset()
@@ -105,14 +107,18 @@ def root_params(c: Any) -> int:
 
 
 def predict_sent_bytes(c: Any, dp: int, tp: int, forwards: list[int], param_bytes: int, reduce_bytes: int,
-                       act_bytes: int = 4) -> dict[str, float]:
-    """Bytes one rank sends for a step with these micro-batch forwards (tokens each)."""
+                       act_bytes: int = 4, ref_forwards: list[int] = ()) -> dict[str, float]:
+    """Bytes one rank sends for a step with these micro-batch forwards (tokens each).
+    `ref_forwards`: forwards of the frozen KL reference: one gather of every parameter and the
+    2 forward all-reduces per layer, no backward."""
     split, rep = layer_params(c)
     layer = split / tp + rep
     L, root = c.num_hidden_layers, root_params(c)
     f = (dp - 1) / dp
     fsdp = len(forwards) * f * ((2 * L * layer + root) * param_bytes + (L * layer + root) * reduce_bytes)
+    fsdp += len(ref_forwards) * f * (L * layer + root) * param_bytes
     tpb = sum(2 * (tp - 1) / tp * t * c.hidden_size * act_bytes * 7 * L for t in forwards)
+    tpb += sum(2 * (tp - 1) / tp * t * c.hidden_size * act_bytes * 2 * L for t in ref_forwards)
     return {"fsdp": fsdp, "tp": tpb, "total": fsdp + tpb}
 
 
@@ -167,8 +173,11 @@ def step_accounting(ctx: Any) -> dict[str, float]:
     m = ctx.meter
     _, dp = dp_info(ctx.mesh)
     pb = 2 if ctx.opts.param_dtype() is not None else next(ctx.model.parameters()).element_size()
-    pred = predict_sent_bytes(ctx.model.config, dp, ctx.opts.tp, m.forwards, pb, 4, 2 if pb == 2 else 4)
+    pred = predict_sent_bytes(ctx.model.config, dp, ctx.opts.tp, m.forwards, pb, 4, 2 if pb == 2 else 4,
+                              m.ref_forwards)
     row = {f"shard/{k}": float(v) for k, v in memory_bytes(ctx.model, ctx.opt).items()}
+    if ctx.ref is not None:
+        row["shard/ref_param_bytes"] = float(local_bytes(ctx.ref.parameters()))
     row.update({"shard/activation_bytes": float(ctx.extra.get("activation_bytes", 0)),
                 "shard/sent_bytes": m.sent_bytes, "shard/sent_bytes_predicted": pred["total"],
                 "shard/collectives": float(m.calls)})

@@ -52,6 +52,7 @@ class RankContext:
 
     def __init__(self) -> None:
         self.model: Any = None
+        self.ref: Any = None  # the KL reference model (RL with rl.kl_coef > 0), sharded, frozen
         self.opt: Any = None
         self.mesh: Any = None
         self.opts: Any = None

@@ -1,6 +1,6 @@
 """The RL loop's few sharded branches (rl.py calls these when `st.sharded` is set).
 
-    sh, opt = start(cfg, model, tok)        # build_state: the sharded trainer; `opt` only holds the lr
+    sh, opt = start(cfg, model, tok, ref)   # build_state: the sharded trainer (and KL reference); `opt` only holds the lr
     restore(st, ckpt, ts)                   # resume: DCP (any world size) or a one-process optimizer
     stats = update(st, trajs, adv)          # rl_step: steps.rl_update on every rank
     push_weights(st)                        # sync_weights: bucketed, verified (sync.py)
@@ -21,12 +21,13 @@ import torch
 from posttrain.train.sharded.session import ShardedSession
 
 
-def start(cfg: Any, model: Any, tok: Any) -> tuple[ShardedSession, torch.optim.Optimizer]:
+def start(cfg: Any, model: Any, tok: Any, ref: Any = None) -> tuple[ShardedSession, torch.optim.Optimizer]:
+    """`ref`: the KL reference (rl.kl_coef > 0), sharded on every rank; rank 0 can drop its copy."""
     import posttrain.train.sharded.dcp  # noqa: F401  (handlers)
     import posttrain.train.sharded.sync  # noqa: F401
 
     opt_kwargs = {"lr": cfg.rl.lr, "weight_decay": 0.0, "betas": (0.9, 0.99), "foreach": True}
-    sh = ShardedSession.start(model, cfg.trainer, opt_kwargs, tok.pad_token_id)
+    sh = ShardedSession.start(model, cfg.trainer, opt_kwargs, tok.pad_token_id, ref=ref)
     lr_holder = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=cfg.rl.lr)  # the LambdaLR's target
     return sh, lr_holder
 
@@ -69,6 +70,8 @@ def save(st: Any, step: int, state: dict) -> None:
     st.sharded.driver.call("dcp_save", {"path": str(root / name)})
     state = {k: v for k, v in state.items() if k != "optimizer"}
     state.update({"dcp": name, "world_size": st.sharded.driver.world})
+    if st.cfg.rl.kl_coef > 0:  # the reference, gathered, so that any world size can resume with it
+        state["ref_model"] = st.sharded.driver.call("ref_state", None)
     save_checkpoint(st.run_dir, step, st.sharded.export_model(), st.tok, state, keep=st.cfg.rl.keep_checkpoints)
     kept = {f"dcp-step-{s}" for s in list_checkpoints(st.run_dir)}
     for old in root.glob("dcp-step-*"):

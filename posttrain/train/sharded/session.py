@@ -37,16 +37,25 @@ def setup(ctx: RankContext, p: dict) -> None:
     with ctx.meter:  # the setup broadcast is not a training step: counted apart
         ctx.model = build_sharded(p["hf_config"], p["dtype"], ctx.mesh, ctx.opts, ctx.extra.pop("full_state", {}),
                                   ctx.extra.pop("buffers", None))
-    ctx.model.register_forward_pre_hook(_count_tokens(ctx), with_kwargs=True)
+        ctx.ref = None
+        if p.get("ref"):  # rl.kl_coef > 0: the reference policy, sharded like the policy, never trained
+            import dataclasses
+
+            ref_opts = dataclasses.replace(ctx.opts, activation_checkpointing=False)
+            ctx.ref = build_sharded(p["hf_config"], p["dtype"], ctx.mesh, ref_opts, ctx.extra.pop("ref_state", {}),
+                                    ctx.extra.get("ref_buffers"), frozen=True)
+            ctx.ref.register_forward_pre_hook(_count_tokens(ctx, "ref_forwards"), with_kwargs=True)
+        ctx.extra.pop("ref_buffers", None)
+    ctx.model.register_forward_pre_hook(_count_tokens(ctx, "forwards"), with_kwargs=True)
     ctx.opt = torch.optim.AdamW([q for q in ctx.model.parameters() if q.requires_grad], **p["opt_kwargs"])
     ctx.meter.reset()
 
 
-def _count_tokens(ctx: RankContext) -> Any:
+def _count_tokens(ctx: RankContext, field: str) -> Any:
     def hook(module: Any, args: tuple, kwargs: dict) -> None:
         ids = kwargs.get("input_ids", args[0] if args else None)
         if ids is not None:
-            ctx.meter.forwards.append(int(ids.numel()))
+            getattr(ctx.meter, field).append(int(ids.numel()))
     return hook
 
 
@@ -59,7 +68,8 @@ class ShardedSession:
         return self.driver.ctx
 
     @classmethod
-    def start(cls, model: Any, tcfg: Any, opt_kwargs: dict, pad_id: int) -> "ShardedSession":
+    def start(cls, model: Any, tcfg: Any, opt_kwargs: dict, pad_id: int, ref: Any = None) -> "ShardedSession":
+        """`ref`: the KL reference model (RL with rl.kl_coef > 0), sharded beside the policy."""
         from posttrain.train.sharded.wrap import ShardOptions
 
         driver = current_driver(tcfg.timeout_s)
@@ -67,10 +77,13 @@ class ShardedSession:
                             activation_checkpointing=tcfg.gradient_checkpointing)
         driver.ctx.extra["full_state"] = {k: v.detach() for k, v in model.state_dict().items()}
         driver.ctx.extra["buffers"] = {k: b.detach().clone() for k, b in model.named_buffers()}
+        if ref is not None:
+            driver.ctx.extra["ref_state"] = {k: v.detach() for k, v in ref.state_dict().items()}
+            driver.ctx.extra["ref_buffers"] = {k: b.detach().clone() for k, b in ref.named_buffers()}
         hf_config = copy.deepcopy(model.config)
         dtype = next(model.parameters()).dtype
         driver.call("setup", {"hf_config": hf_config, "dtype": dtype, "opts": opts, "opt_kwargs": opt_kwargs,
-                              "pad_id": pad_id})
+                              "pad_id": pad_id, "ref": ref is not None})
         return cls(driver, hf_config)
 
     def step(self, name: str, payload: dict) -> dict:
@@ -109,6 +122,14 @@ def _full_state(ctx: RankContext, p: Any) -> dict:
     from posttrain.train.sharded.wrap import full_model_state
 
     return full_model_state(ctx.model)
+
+
+@handler("ref_state")
+def _ref_state(ctx: RankContext, p: Any) -> dict:
+    """The KL reference's full weights on rank 0 (saved with each checkpoint, as one process does)."""
+    from posttrain.train.sharded.wrap import full_model_state
+
+    return full_model_state(ctx.ref)
 
 
 @handler("account")

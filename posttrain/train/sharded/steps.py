@@ -11,8 +11,12 @@ cispo), sequences for pairs (DPO) and sequence-mean RL losses (grpo, gspo, dr_gr
 empty still runs a forward/backward (on a zero-weighted copy), because FSDP's collectives
 need every rank.
 
-Limits: the RL update has no KL term (config_check refuses rl.kl_coef > 0 with
-trainer.world_size > 1); a plugin loss not in RL_UNITS is weighted by sequences.
+The RL update's KL term (rl.kl_coef > 0) is a token mean over the global minibatch whatever
+the loss's units: each rank adds kl_coef * (its KL sum) / (the minibatch's tokens) * dp, the
+reference logprobs coming from the sharded frozen reference (`ctx.ref`, session.py).
+
+Limits: a plugin loss not in RL_UNITS is weighted by sequences; the asynchronous loop's
+off-policy correction is not applied here (config_check refuses it at world size > 1).
 """
 
 from __future__ import annotations
@@ -135,6 +139,7 @@ def rl_update(ctx: RankContext, p: dict) -> dict:
 
     cfg, trajs, adv = p["cfg"], p["trajs"], p["adv"]
     loss_fn = registry("loss").get(cfg.loss)
+    kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ctx.ref is not None else None
     units = RL_UNITS.get(cfg.loss, "sequences")
     n_mb = max(1, min(cfg.minibatches, len(trajs)))
     totals: dict[str, float] = {}
@@ -145,20 +150,32 @@ def rl_update(ctx: RankContext, p: dict) -> dict:
             mine, w = dp_slice(ctx, mb.tolist())
             sub = [trajs[i] for i in mine]
             tb = pack_trajectories(sub, ctx.extra["pad_id"])
-            logp, ent_tok = SampleLayout(ctx.model, sub, tb, ctx.extra["pad_id"], cfg).logprobs(ctx.model)
+            layout = SampleLayout(ctx.model, sub, tb, ctx.extra["pad_id"], cfg)
+            logp, ent_tok = layout.logprobs(ctx.model)
             loss, st = loss_fn(logp.float(), tb.old_logp, adv[mine], tb.loss_mask, **cfg.loss_kwargs())
             share = (float(tb.loss_mask.sum()) / max(float(glob.loss_mask.sum()), 1.0) if units == "tokens"
                      else len(sub) / len(mb)) * w
-            (loss * share * dp).backward()
+            total = loss * share
+            kl_sum = 0.0
+            if kl_fn is not None:  # this rank's share of the minibatch's token-mean KL to the reference
+                with torch.no_grad():
+                    ref = layout.logprobs(ctx.ref)[0].float()
+                kl_tok = (kl_fn(logp.float(), ref) * tb.loss_mask).sum() * w
+                total = total + cfg.kl_coef * kl_tok / max(float(glob.loss_mask.sum()), 1.0)
+                kl_sum = float(kl_tok.detach())
+            (total * dp).backward()
             norm = _finish(ctx, cfg.max_grad_norm)
             tok = float(tb.loss_mask.sum()) * w
             with torch.no_grad():
                 ent = float((ent_tok * tb.loss_mask).sum()) * w
                 mism = float(((logp - tb.old_logp).abs() * tb.loss_mask).max())
-            s_loss, s_ent, s_clip, s_tok = dp_sum(ctx, [float(loss.detach()) * share, ent,
-                                                        st.get("clip_frac", 0.0) * tok, tok])
+            s_loss, s_ent, s_clip, s_tok, s_kl = dp_sum(ctx, [float(loss.detach()) * share, ent,
+                                                              st.get("clip_frac", 0.0) * tok, tok, kl_sum])
             row = {"loss": s_loss, "grad_norm": norm, "entropy": s_ent / max(s_tok, 1.0),
                    "logprob_mismatch": dp_sum(ctx, [mism], "max")[0], "clip_frac": s_clip / max(s_tok, 1.0)}
+            if kl_fn is not None:  # as update_policy reports it: the loss includes kl_coef * kl
+                row["kl"] = s_kl / max(float(glob.loss_mask.sum()), 1.0)
+                row["loss"] += cfg.kl_coef * row["kl"]
             for k, v in row.items():
                 totals[k] = totals.get(k, 0.0) + v / (n_mb * cfg.update_epochs)
     ctx.model.eval()

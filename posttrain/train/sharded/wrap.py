@@ -15,6 +15,9 @@ the optimiser state stay in the model's dtype (fp32). "auto" means bf16 on CUDA 
 on CPU: gloo runs the bf16 policy correctly, but CPU bf16 matmuls are slower than fp32 and
 the equivalence tests need fp32 to compare at 1e-5.
 
+The RL reference model (rl.kl_coef > 0) is built the same way with `frozen=True`: sharded
+like the policy, so no rank holds a full copy of it either.
+
 Limits: HF decoder-only models only (`model.model.layers`); LoRA is not sharded.
 """
 
@@ -51,8 +54,10 @@ def _submeshes(mesh: Any) -> tuple[Any, Any | None]:
     return (mesh["dp"], mesh["tp"]) if "tp" in names else (mesh, None)
 
 
-def shard_in_place(model: Any, mesh: Any, opts: ShardOptions) -> Any:
-    """TP (if the mesh has "tp"), activation checkpointing, fully_shard per layer and root."""
+def shard_in_place(model: Any, mesh: Any, opts: ShardOptions, frozen: bool = False) -> Any:
+    """TP (if the mesh has "tp"), activation checkpointing, fully_shard per layer and root.
+    `frozen` (the RL reference model: forward only, no backward): the root reshards after its
+    forward too, since no post-backward would ever reshard it."""
     from torch.distributed.fsdp import fully_shard
 
     from posttrain.train.sharded.plan import apply_tp, decoder_layers
@@ -66,13 +71,15 @@ def shard_in_place(model: Any, mesh: Any, opts: ShardOptions) -> Any:
     mp = _mp_policy(opts)
     for layer in decoder_layers(model):
         fully_shard(layer, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=opts.reshard_after_forward)
-    fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=False)  # root: gathered again at once
+    fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=frozen)  # root: gathered again at once
     return model
 
 
 def build_sharded(hf_config: Any, dtype: torch.dtype, mesh: Any, opts: ShardOptions,
-                  full_state: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor] | None = None) -> Any:
-    """The sharded model on this rank; `full_state`/`buffers` are rank 0's (empty elsewhere)."""
+                  full_state: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor] | None = None,
+                  frozen: bool = False) -> Any:
+    """The sharded model on this rank; `full_state`/`buffers` are rank 0's (empty elsewhere).
+    `frozen`: a model that is never trained (the KL reference): no gradients, eval mode."""
     import torch.distributed as dist
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
     from transformers import AutoModelForCausalLM
@@ -81,7 +88,7 @@ def build_sharded(hf_config: Any, dtype: torch.dtype, mesh: Any, opts: ShardOpti
 
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(hf_config, dtype=dtype)
-    shard_in_place(model, mesh, opts)
+    shard_in_place(model, mesh, opts, frozen)
     model.to_empty(device=device_type())
     set_model_state_dict(model, full_state if dist.get_rank() == 0 else {},
                          options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
@@ -89,6 +96,9 @@ def build_sharded(hf_config: Any, dtype: torch.dtype, mesh: Any, opts: ShardOpti
         if dist.get_rank() == 0:
             buf.copy_(buffers[name])
         dist.broadcast(buf, src=0)
+    if frozen:
+        model.requires_grad_(False)
+        return model.eval()
     model.train()
     return model
 

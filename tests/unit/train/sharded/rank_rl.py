@@ -33,6 +33,7 @@ class DigitMatch:
 def overrides(steps: int) -> list[str]:
     return ["seed=3", f"rl.steps={steps}", "rl.prompts_per_step=4", "rl.group_size=4", "rl.max_new_tokens=6",
             "rl.checkpoint_every=2", "rl.keep_checkpoints=4", "rl.lr=3e-3", "rl.loss=dapo", "rl.minibatches=2",
+            "rl.kl_coef=0.05",  # a KL term to the (sharded) reference, resumed with the run
             "tasks.domains={arithmetic: {n_train: 12, n_eval: 4}}", "model.tiny.hidden_size=32",
             "model.tiny.intermediate_size=64", "model.tiny.num_attention_heads=2", "model.tiny.num_key_value_heads=2",
             "trainer.mixed_precision=fp32", "trainer.timeout_s=60"]

@@ -20,8 +20,17 @@ def test_tp_that_does_not_divide_the_heads_is_refused():
 
 
 def test_features_the_sharded_trainer_lacks_are_named():
-    with pytest.raises(ConfigError, match=r"trainer.lora, rl.kl_coef > 0 is not supported"):
+    with pytest.raises(ConfigError, match=r"trainer.lora is not supported"):
         check_sharded(load_config(None, ["trainer.world_size=2", "rl.kl_coef=0.1", "trainer.lora={r: 4}"]))
+
+
+def test_asynchronous_rl_is_refused_on_several_ranks_before_any_work():
+    with pytest.raises(ConfigError, match=r"rl.max_staleness >= 1 \(its off-policy correction\) is not supported"):
+        check_sharded(load_config(None, ["trainer.world_size=2", "rl.max_staleness=1"]))
+
+
+def test_a_kl_term_is_accepted_on_several_ranks():
+    check_sharded(load_config(None, ["trainer.world_size=2", "rl.kl_coef=0.1"]))  # the reference is sharded too
 
 
 def test_mixed_precision_outside_its_choices_is_a_config_error():

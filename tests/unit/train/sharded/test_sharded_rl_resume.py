@@ -1,6 +1,6 @@
 """The RL loop on 2 ranks == on 1 rank, and checkpoints resume across world sizes (2 -> 1, 1 -> 2).
 
-Runs (rank_rl.py, tiny model, dapo, 2 minibatches, checkpoint every 2 steps):
+Runs (rank_rl.py, tiny model, dapo, 2 minibatches, a KL term to the reference, checkpoint every 2 steps):
   ref   1 process, 4 steps (checkpoints at steps 1 and 3)
   a     2 ranks, 2 steps                                 -> same rows and weights as ref's first 2 steps
   a->b  1 process resumes a's DCP checkpoint to 4 steps  -> ref's 4 steps
@@ -20,7 +20,7 @@ import torch
 
 HERE = Path(__file__).parent
 TOL = 1e-4
-KEYS = ("train/loss", "train/grad_norm", "reward/mean", "completion_tokens/mean", "weights_version")
+KEYS = ("train/loss", "train/kl", "train/grad_norm", "reward/mean", "completion_tokens/mean", "weights_version")
 
 
 def run(run_dir, out, steps, world=1, resume=False):
@@ -47,8 +47,12 @@ def same_weights(got, want):
 def test_rl_on_two_ranks_matches_one_and_resumes_across_world_sizes(tmp_path):
     ref = run(tmp_path / "ref", tmp_path / "ref.pt", 4)
     assert any(r.get("train/grad_norm", 0.0) > 0 for r in ref["rows"])  # not vacuous
+    assert any(r.get("train/kl", 0.0) > 0 for r in ref["rows"])  # the policy moved away from the reference
     a = run(tmp_path / "a", tmp_path / "a.pt", 2, world=2)
     same_rows(a["rows"], ref["rows"][:2])
+    for r in a["rows"]:  # the reference is sharded like the policy, and its gathers are in the comm model
+        assert r["train/shard/ref_param_bytes"] == r["train/shard/param_bytes"]
+        assert r["train/shard/sent_bytes"] == pytest.approx(r["train/shard/sent_bytes_predicted"], rel=0.1)
     assert (tmp_path / "a" / "checkpoints" / "dcp-step-1" / ".metadata").is_file()
     b = run(tmp_path / "a", tmp_path / "b.pt", 4, resume=True)  # 2 -> 1
     same_rows(b["rows"], ref["rows"])
