@@ -1,11 +1,26 @@
-"""Shared CLI helpers: the live progress display for long jobs, and what an interrupt prints."""
+"""Shared CLI helpers: the live progress display for long jobs, what an interrupt prints, `--plugin`."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
+
+import typer
+
+
+def plugin_option() -> Any:
+    """The repeatable `--plugin FILE` of every command that builds tasks or verifiers."""
+    return typer.Option([], "--plugin", help="A .py file defining extra domains/verifiers/tools (repeatable).")
+
+
+def load_plugins(paths: Iterable[Path]) -> None:
+    """Import each `--plugin` file before anything looks up a domain or verifier it registers."""
+    from posttrain.tasks.plugins import load_plugin
+
+    for p in paths:
+        load_plugin(p)
 
 
 @contextlib.contextmanager

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import typer
+
+from posttrain.cli.common import load_plugins, plugin_option
 
 
 def _dumps(obj: Any) -> str:
@@ -65,6 +67,7 @@ def eval_cmd(
     cache: Optional[Path] = typer.Option(None, help="Generation cache file (default ~/.cache/posttrain/generations.sqlite)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the generation cache."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+    plugin: List[Path] = plugin_option(),
 ) -> None:
     """Evaluate a model on a suite; rerun with the same --out to resume an interrupted run."""
     import asyncio
@@ -77,6 +80,7 @@ def eval_cmd(
     from posttrain.eval.suite import load_suite
     from posttrain.eval.summary import summary_markdown
 
+    load_plugins(plugin)  # before the suite generates its domains and --reverify builds verifiers
     if model is None and not (reverify and (out / SAMPLES_FILE).exists()):
         raise EvalError("--model is required (only `--reverify N` on an existing --out can omit it)")
     summary = None
@@ -129,11 +133,14 @@ def replay_cmd(
     show_all: bool = typer.Option(False, "--all", help="List unchanged trajectories too."),
     as_json: bool = typer.Option(False, "--json", help="Print every diff as one JSON object."),
     sandboxes: int = typer.Option(2, "--sandbox-concurrency", help="Max verifier calls in flight."),
+    plugin: List[Path] = plugin_option(),
 ) -> None:
     """Re-verify stored trajectories with today's verifiers and show each diff (for debugging rewards)."""
     import asyncio
 
     from posttrain.eval.replay import diff_lines, replay_run
+
+    load_plugins(plugin)  # a training run's config.yaml names its own; an evaluation run's suite does not
 
     diffs = asyncio.run(_with_sandbox(lambda sb: replay_run(run, step, task, sb, sandboxes), sandboxes))
     changed = sum(d.changed for d in diffs)

@@ -8,6 +8,8 @@ from typing import List, Optional
 
 import typer
 
+from posttrain.cli.common import load_plugins, plugin_option
+
 tasks_app = typer.Typer(help="Task domains: list, generate, validate, import, soundness check.", no_args_is_help=True)
 
 
@@ -42,16 +44,13 @@ def check(
     probe_n: int = typer.Option(4, "--probe-n", min=0, help="Tasks per domain for the hack probes (0: no probes)."),
     only: List[str] = typer.Option([], "--probe", help="Run only this probe (repeatable; default: every probe)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per domain."),
-    plugin: List[Path] = typer.Option([], "--plugin", help="A .py file defining extra domains/verifiers (repeatable)."),
+    plugin: List[Path] = plugin_option(),
 ) -> None:
     """Oracle must score 1.0, empty 0, wrong < 1, every hack probe 0 (through the RL scoring path), with flake
     rate 0. Exit 1 if any domain is unsound."""
     import asyncio
 
-    from posttrain.tasks.plugins import load_plugin
-
-    for p in plugin:
-        load_plugin(p)
+    load_plugins(plugin)
 
     from posttrain.verifiers.soundness.check import check_domain_with_probes, check_file_with_probes
     from posttrain.verifiers.soundness.probe_check import table
@@ -91,30 +90,44 @@ def check(
 
 @tasks_app.command("generate")
 def generate(domain: str, out: Path = typer.Option(..., "--out", help=".jsonl or .yaml"), n: int = typer.Option(100, "--n", min=1),
-             seed: int = typer.Option(0, "--seed"), difficulty: float = typer.Option(1.0, "--difficulty")) -> None:
+             seed: int = typer.Option(0, "--seed"), difficulty: float = typer.Option(1.0, "--difficulty"),
+             plugin: List[Path] = plugin_option()) -> None:
     """Write `n` seeded tasks of DOMAIN to a task file."""
     from posttrain.tasks import generate_domain
     from posttrain.tasks.io import save_tasks
 
+    load_plugins(plugin)
     _domains([domain])
     typer.echo(str(save_tasks(generate_domain(domain, n, seed, difficulty), out)))
 
 
 @tasks_app.command("validate")
-def validate(path: Path) -> None:
-    """Load a task file; print the task count, or the first error (file, line, field)."""
+def validate(path: Path, plugin: List[Path] = plugin_option()) -> None:
+    """Load a task file and check its verifiers and tools are registered; print the task count, or the
+    first error (file, line, field)."""
+    from posttrain.config_check import check_task_file
     from posttrain.tasks.io import load_tasks
 
-    typer.echo(f"{path}: {len(load_tasks(path))} tasks ok")
+    load_plugins(plugin)
+    tasks = load_tasks(path)  # a parse error names the file, line and field
+    check_task_file(path)  # the names, as a run's tasks.files are checked: a file that passes here trains
+    typer.echo(f"{path}: {len(tasks)} tasks ok")
 
 
 @tasks_app.command("import")
 def import_tasks(path: Path, out: Path = typer.Option(..., "--out", help=".jsonl or .yaml"),
                  fmt: str = typer.Option("auto", "--format", help="harbor | rows | auto (folder -> harbor, file -> rows)"),
-                 verifier: Optional[str] = typer.Option(None, "--verifier", help="rows: force a verifier name")) -> None:
+                 verifier: Optional[str] = typer.Option(None, "--verifier", help="rows: force a verifier name"),
+                 plugin: List[Path] = plugin_option()) -> None:
     """Import Harbor/Terminal-Bench task folders or TRL/verl JSONL rows into a task file."""
     from posttrain.errors import ConfigError
+    from posttrain.registry import registry
     from posttrain.tasks.io import save_tasks
+
+    load_plugins(plugin)
+    if verifier is not None and verifier not in registry("verifier").names():  # refused before writing --out
+        raise ConfigError(f"--verifier {verifier!r} is not registered; known: {', '.join(registry('verifier').names())} "
+                          "(a plugin? pass --plugin FILE)")
 
     if fmt == "auto":
         fmt = "harbor" if path.is_dir() else "rows"

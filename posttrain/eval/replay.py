@@ -72,14 +72,14 @@ def _config_tasks(run: Path) -> Iterable[Task]:
     from posttrain.tasks.io import load_tasks
     from posttrain.tasks.splits import make_splits
 
+    cfg = load_config(run / "config.yaml")
+    load_plugins(cfg.plugins)  # pinned or not, the run's plugin verifiers must be registered to re-verify
     pinned = sorted((run / "tasks").glob("*.jsonl")) if (run / "tasks").is_dir() else []
     if pinned:  # training runs pin their exact task sets
         for f in pinned:
             yield from load_tasks(f)
         return
-    cfg = load_config(run / "config.yaml")  # a run that pinned nothing: rebuild its splits the way it built them
-    load_plugins(cfg.plugins)
-    sp = make_splits(cfg)
+    sp = make_splits(cfg)  # a run that pinned nothing: rebuild its splits the way it built them
     yield from sp.train + sp.held_out
 
 

@@ -6,12 +6,18 @@ Each writes inside the run directory, so a run stays one folder that can be copi
 - mlflow: run_dir/mlruns, a local file store (`mlflow ui --backend-store-uri run_dir/mlruns`);
 - trackio: run_dir/trackio (`TRACKIO_DIR=run_dir/trackio trackio show`).
 
+trackio prints progress lines ("* Trackio project initialized", "* Created new run", dashboard
+hints) on stdout; they would land in the middle of a CLI's output, so its calls run with stdout
+swallowed. Its warnings go to stderr and stay visible.
+
 Limits: trackio reads its directory once, at first import; a process that opens trackio
 runs in two run directories points the library's module globals at the second.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -116,14 +122,27 @@ class Trackio:
             if hasattr(mod, "TRACKIO_DIR"):
                 mod.TRACKIO_DIR = where
         self.trackio, self.run = trackio, run
-        self.tr = trackio.init(project=run.project, name=f"{run.name}-{run.phase}" if run.phase else run.name,
-                               config=_flat(run.config), embed=False, auto_log_gpu=False, auto_log_cpu=False)
+        with _quiet():
+            self.tr = trackio.init(project=run.project, name=f"{run.name}-{run.phase}" if run.phase else run.name,
+                                   config=_flat(run.config), embed=False, auto_log_gpu=False, auto_log_cpu=False)
 
     def log(self, step: int, scalars: Mapping[str, float]) -> None:
-        self.tr.log({_tag(self.run, k): v for k, v in scalars.items()}, step=step)
+        with _quiet():
+            self.tr.log({_tag(self.run, k): v for k, v in scalars.items()}, step=step)
 
     def close(self) -> None:
-        self.tr.finish()
+        with _quiet():
+            # the module-level finish() also clears trackio's current run; Run.finish() alone leaves
+            # it set, and trackio's exit handler then finishes it again, printing at interpreter exit
+            if self.trackio.context_vars.current_run.get() is self.tr:
+                self.trackio.finish()
+            else:  # another Trackio opened since: finish ours without touching the newer current run
+                self.tr.finish()
+
+
+def _quiet() -> contextlib.AbstractContextManager:
+    """trackio's chatter goes to a buffer that is dropped (stdout only: see module docstring)."""
+    return contextlib.redirect_stdout(io.StringIO())
 
 
 for _name, _cls in (("tensorboard", TensorBoard), ("wandb", WandB), ("mlflow", MLflow), ("trackio", Trackio)):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
+import sys
+import textwrap
 import time
 
 import pytest
@@ -109,6 +112,21 @@ def test_trackio_local_store_holds_the_logs(tmp_path):
     logs = SQLiteStorage.get_logs("posttrain-test", "t-rl")
     assert [r["reward/mean"] for r in logs] == [0.25, 0.75]
     assert list((tmp_path / "trackio").glob("*.db"))
+
+
+def test_trackio_prints_nothing_while_logging_or_at_exit(tmp_path):
+    # a fresh interpreter, because trackio's noise comes from its exit handler as well as its calls
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from posttrain.store.metrics import MetricsLog
+        from posttrain.store.trackers import RunInfo
+        log = MetricsLog(Path({str(tmp_path)!r}), trackers=["trackio"],
+                         run=RunInfo(name="t", project="posttrain-test", phase="rl", config={{}}))
+        log.log(0, {{"reward/mean": 0.5}})
+        log.close()
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    assert "trackio" not in (out.stdout + out.stderr).lower(), out.stdout + out.stderr
 
 
 def test_no_tracker_writes_no_tracker_files(tmp_path):
