@@ -9,23 +9,29 @@ module answers "does every name the config uses exist, and can this engine run t
 model?" It imports the registries' modules (torch among them) but builds nothing, so it
 costs about a second, not a training phase.
 
-Does not check: that a domain's generator arguments (`tasks.domains.X.args`) are
-accepted (the domain is built with them only when tasks are generated), or a model's
-weights (only its config.json and tokenizer files).
+Keyword arguments (`engine.args`, `tasks.domains.X.args`) are checked by name against the
+factory's signature, so a typo fails here and not after the run directory is written.
+Does not check: their values (the component checks them when built), ids that a domain's
+generated tasks share with a task file (`make_splits` does), or a model's weights (only
+its config.json and tokenizer files).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from posttrain.config import RunConfig
 from posttrain.errors import ConfigError
 from posttrain.registry import registry
+from posttrain.types import Task
 
 # Group-relative advantage estimators: a group of one sample has no baseline.
 _GROUP_ADVANTAGES = ("group_norm", "group_mean", "rloo")
+# What make_engine passes an engine itself: engine.args may not set them.
+ENGINE_RESERVED = ("model", "tokenizer")
 
 
 def load_plugins(paths: Iterable[str | Path]) -> None:
@@ -42,6 +48,21 @@ def _known(kind: str, name: str, key: str) -> None:
         reg.get(name)
     except ConfigError:
         raise ConfigError(f"{key}={name!r} is not a registered {kind}; known: {', '.join(reg.names()) or 'none'}") from None
+
+
+def check_kwargs(factory: Any, args: dict[str, Any], key: str, what: str, reserved: tuple[str, ...] = ()) -> None:
+    """Every key of `args` is a keyword `factory` accepts; `reserved` ones the caller passes itself."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check by name
+        return
+    named = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in reserved]
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
+    for k in args:
+        if k in reserved:
+            raise ConfigError(f"{key}.{k}: {what} gets {k!r} from the run itself; remove it from {key}")
+        if k not in named and not takes_any:
+            raise ConfigError(f"{key}.{k}: {what} takes no argument {k!r}; it takes: {', '.join(named) or 'none'}")
 
 
 def _check_rl(cfg: RunConfig) -> None:
@@ -87,20 +108,25 @@ def _check_tasks(cfg: RunConfig) -> None:
             _known("domain", name, f"tasks.domains.{name}")
         except ConfigError as e:
             raise ConfigError(f"{e} (a domain of your own? pass --plugin FILE or list it under plugins:)") from None
+        check_kwargs(registry("domain").get(name), cfg.tasks.domains[name].args, f"tasks.domains.{name}.args",
+                     f"domain {name!r}")
     if not cfg.tasks.domains and not cfg.tasks.files:
         raise ConfigError("tasks: no domains and no task files; a run needs at least one of tasks.domains / tasks.files")
-    for f in cfg.tasks.files:
-        check_task_file(f)
+    from posttrain.tasks.splits import check_unique_ids
+
+    # ids repeated across task files (two copies of one file); a file id equal to a generated one is make_splits' to find
+    check_unique_ids([(str(f), check_task_file(f)) for f in cfg.tasks.files])
 
 
-def check_task_file(path: str | Path) -> None:
-    """A task file exists, parses, and names only registered verifiers and tools."""
+def check_task_file(path: str | Path) -> list[Task]:
+    """A task file exists, parses, and names only registered verifiers and tools; its tasks."""
     from posttrain.tasks.io import load_tasks
 
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"tasks.files: task file not found: {p}")
-    for t in load_tasks(p):
+    tasks = load_tasks(p)
+    for t in tasks:
         try:
             registry("verifier").get(t.verifier.name)
         except ConfigError:
@@ -110,11 +136,14 @@ def check_task_file(path: str | Path) -> None:
             if tool not in registry("tool").names():
                 raise ConfigError(f"{p}: task {t.id!r} uses tool {tool!r}, which is not registered; "
                                   f"known: {', '.join(registry('tool').names())}")
+    return tasks
 
 
 def check_model(cfg: RunConfig) -> None:
-    """model.path is an HF directory the configured engine can run."""
+    """engine.args are the engine's keywords; model.path is an HF directory the engine can run."""
     _known("engine", cfg.engine.name, "engine.name")
+    check_kwargs(registry("engine").get(cfg.engine.name), cfg.engine.args, "engine.args", f"engine {cfg.engine.name!r}",
+                 reserved=ENGINE_RESERVED)
     if cfg.model.path is None:
         return
     d = Path(cfg.model.path)
@@ -147,8 +176,8 @@ def check_sharded(cfg: RunConfig) -> None:
         return
     if world % t.tp:
         raise ConfigError(f"trainer.tp={t.tp} must divide the world size {world}")
-    unsupported = {"trainer.lora": t.lora is not None, "rl.kl_coef > 0": cfg.rl.kl_coef > 0,
-                   "model.vision": cfg.model.vision is not None,
+    unsupported = {"trainer.lora": t.lora is not None, "model.vision": cfg.model.vision is not None,
+                   "rl.max_staleness >= 1 (its off-policy correction)": cfg.rl.max_staleness >= 1,
                    "sft.eval_every": bool(cfg.sft.eval_every), "dpo.eval_every": bool(cfg.dpo.eval_every)}
     bad = [k for k, v in unsupported.items() if v]
     if bad:

@@ -46,7 +46,7 @@ def _prepare(config: Path, overrides: List[str], out: Optional[Path], overwrite:
     cfg.plugins = [*cfg.plugins, *(str(p.resolve()) for p in plugins)]
     check_config(cfg, needs=needs)
     run_dir = out or Path(cfg.out_dir) / cfg.name
-    return cfg, claim_run_dir(run_dir, overwrite=overwrite, command=command)
+    return cfg, claim_run_dir(run_dir, overwrite=overwrite, command=command, resumable=False)  # sft/dpo: no --resume
 
 
 _OVERWRITE = typer.Option(False, "--overwrite", help="replace an earlier run in the run directory")

@@ -69,7 +69,7 @@ def _agent(config: Optional[Path], overrides: List[str], out: Optional[Path], ov
     cfg = agent_config(config, overrides)
     run_dir = out or Path(cfg.out_dir) / cfg.name
     check_config(cfg)
-    claim_run_dir(run_dir, overwrite=overwrite, command="posttrain quickstart --agent")
+    claim_run_dir(run_dir, overwrite=overwrite, command="posttrain quickstart --agent", resumable=False)
     with interruptible(run_dir, "posttrain quickstart --agent", resumable=False):
         summary = run_agent_quickstart(cfg, run_dir, log=lambda line: typer.echo(line))
     typer.echo("\n".join(format_agent_summary(summary)))
@@ -94,6 +94,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Build the tiny model, SFT, evaluate, RL, evaluate again, and print the before/after table.
         With --model: the real-model recipe (baseline eval, GRPO with LoRA, eval again, McNemar)."""
+        if (vision or agent) and resume is not None:  # neither recipe can continue a run: say so, not start afresh
+            from posttrain.errors import ConfigError
+
+            raise ConfigError(f"--resume: `posttrain quickstart {'--vision' if vision else '--agent'}` does not resume; "
+                              "rerun it with --overwrite")
         if agent:
             _agent(config, overrides or [], out, overwrite)
             return
@@ -108,7 +113,7 @@ def register(app: typer.Typer) -> None:
             cfg = vision_config(config, overrides or [])
             run_dir = out or Path(cfg.out_dir) / cfg.name
             check_config(cfg)
-            claim_run_dir(run_dir, overwrite=overwrite, command="posttrain quickstart --vision")
+            claim_run_dir(run_dir, overwrite=overwrite, command="posttrain quickstart --vision", resumable=False)
             with interruptible(run_dir, "posttrain quickstart --vision", resumable=False), PhaseProgress() as progress:
                 summary = run_vision_quickstart(cfg, run_dir, report=progress)
             typer.echo("\n".join(format_summary(summary, run_dir)))

@@ -58,17 +58,22 @@ def comparison_markdown(cmp: Comparison, report_path: str | None = None, max_fli
                          f"A `{f.link_a}`, B `{f.link_b}`")
         if len(flips) > max_flips:
             lines.append(f"- … {len(flips) - max_flips} more in the JSON / HTML report")
-    if cmp.regressions:
-        verdict = f"**REGRESSED** in {', '.join(cmp.regressions)} (the 95% interval of B - A lies below 0)"
-    elif cmp.unproven:
-        verdict = (f"**INCONCLUSIVE** in {', '.join(cmp.unproven)}: the interval reaches below -{cmp.margin:g}, so a loss "
-                   "larger than the margin is not ruled out (add tasks or epochs)")
-    else:
-        verdict = f"**OK**: no domain can have lost more than the margin {cmp.margin:g}"
-    lines += ["", verdict]
+    label, detail = _verdict(cmp)
+    lines += ["", f"**{label}**{detail}"]
     if report_path:
         lines.append(f"\nReport: {report_path}")
     return "\n".join(lines)
+
+
+def _verdict(cmp: Comparison) -> tuple[str, str]:
+    """(headline, the rest of its sentence): one source for the Markdown and the HTML, keyed on the gate's own verdict."""
+    v = cmp.to_dict()["verdict"]
+    if v == "regressed":
+        return "REGRESSED", f" in {', '.join(cmp.regressions)} (the 95% interval of B - A lies below 0)"
+    if v == "inconclusive":
+        return "INCONCLUSIVE", (f" in {', '.join(cmp.unproven)}: the interval reaches below -{cmp.margin:g}, so a loss "
+                                "larger than the margin is not ruled out (add tasks or epochs)")
+    return "OK", f": no domain can have lost more than the margin {cmp.margin:g}"
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
@@ -146,11 +151,11 @@ def write_report(cmp: Comparison, path: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     figs = "".join(f"<h3>{html.escape(t)}</h3><img alt='{html.escape(t)}' src='data:image/png;base64,{b64}'>"
                    for t, b64 in _figures(cmp))
-    verdict = ("REGRESSION: " + ", ".join(cmp.regressions)) if cmp.regressions else "OK"
+    label, detail = _verdict(cmp)
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>posttrain compare</title>"
            f"<style>{CSS}</style></head><body><h1>{html.escape(cmp.run_a)} → {html.escape(cmp.run_b)}</h1>"
            f"<p>Gate: lower 95% CI bound of the paired difference below -{cmp.margin:g}. "
-           f"Verdict: <b>{html.escape(verdict)}</b></p>"
+           f"Verdict: <b>{label}</b>{html.escape(detail)}</p>"
            + _table([_row(d) for d in cmp.domains + [cmp.overall]], HEADER)
            + f"<p>Unpaired: {cmp.only_a} only in A, {cmp.only_b} only in B; {cmp.infra_dropped} "
              f"pairs dropped for infra errors.</p>{figs}<h2>Flips</h2>{_flip_html(cmp)}</body></html>")

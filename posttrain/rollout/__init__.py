@@ -18,9 +18,18 @@ for _mod in ("posttrain.rollout.engines.hf", "posttrain.rollout.fast.engine", "p
 
 
 def make_engine(name: str, model: Any, tokenizer: Any, **args: Any) -> Engine:
+    """The engine `name` with its keyword arguments; a bad argument is a one-line ConfigError."""
+    from posttrain.config_check import ENGINE_RESERVED, check_kwargs
+    from posttrain.errors import ConfigError
     from posttrain.registry import registry
 
-    return registry("engine").get(name)(model=model, tokenizer=tokenizer, **args)
+    factory = registry("engine").get(name)
+    # check_config does this for a run's config; callers that skip it (eval, Ray workers) meet it here
+    check_kwargs(factory, args, "engine.args", f"engine {name!r}", reserved=ENGINE_RESERVED)
+    try:
+        return factory(model=model, tokenizer=tokenizer, **args)
+    except TypeError as e:  # a value of the wrong type (cache_mb="big"): name the engine and its arguments
+        raise ConfigError(f"engine {name!r} cannot be built with engine.args {args}: {e}") from e
 
 
 __all__ = ["Completion", "Engine", "GenRequest", "SamplingParams", "make_engine"]

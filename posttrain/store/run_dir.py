@@ -20,8 +20,10 @@ from posttrain.errors import ConfigError
 _STEP = re.compile(r"^step-(\d+)$")
 
 
-def claim_run_dir(path: str | Path, resume: bool = False, overwrite: bool = False, command: str = "posttrain rl") -> Path:
-    """The directory, ready for this run; ConfigError (one line) when it holds another run."""
+def claim_run_dir(path: str | Path, resume: bool = False, overwrite: bool = False, command: str = "posttrain rl",
+                  resumable: bool = True) -> Path:
+    """The directory, ready for this run; ConfigError (one line) when it holds another run.
+    `resumable`: whether `command` has --resume, so the refusal suggests only what exists."""
     d = Path(path)
     if resume:
         if not (d / "config.yaml").is_file():
@@ -31,8 +33,9 @@ def claim_run_dir(path: str | Path, resume: bool = False, overwrite: bool = Fals
         raise ConfigError(f"--out {d}: exists and is not a directory")
     if d.is_dir() and any(d.iterdir()):
         if not overwrite:
-            raise ConfigError(f"--out {d} is not empty (an earlier run?); continue it with `{command} --resume {d}`, "
-                              f"or pass --overwrite to replace it")
+            how = (f"continue it with `{command} --resume {d}`, or pass --overwrite to replace it" if resumable
+                   else f"`{command}` does not resume: pass --overwrite to replace it, or choose another --out")
+            raise ConfigError(f"--out {d} is not empty (an earlier run?); {how}")
         if not (d / "config.yaml").is_file():
             raise ConfigError(f"--overwrite {d}: refusing to empty a directory that is not a run directory (no config.yaml)")
         shutil.rmtree(d)

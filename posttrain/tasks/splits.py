@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
+from posttrain.errors import ConfigError
 from posttrain.types import Task
 
 PINNED = ("train", "heldout", "sft")
@@ -80,13 +81,39 @@ def sft_demos(train: list[Task], frac: float) -> list[Task]:
     return out
 
 
+def check_unique_ids(groups: Iterable[tuple[str, Iterable[Task]]]) -> None:
+    """ConfigError naming repeated task ids and the sources that share them: results, pinned
+    splits and the scheduler key tasks by id, so a repeat would merge two tasks' records."""
+    first: dict[str, str] = {}
+    dups: list[str] = []
+    for source, tasks in groups:
+        for t in tasks:
+            if t.id in first:
+                dups.append(f"{t.id!r} ({first[t.id]} and {source})")
+            else:
+                first[t.id] = source
+    if dups:
+        more = f" and {len(dups) - 3} more" if len(dups) > 3 else ""
+        raise ConfigError(f"tasks: task ids must be unique across domains and tasks.files; repeated: "
+                          f"{', '.join(dups[:3])}{more}")
+
+
+def _by_domain(tasks: list[Task], split: str) -> list[tuple[str, list[Task]]]:
+    groups: dict[str, list[Task]] = {}
+    for t in tasks:
+        groups.setdefault(f"domain {t.domain!r} {split}", []).append(t)
+    return list(groups.items())
+
+
 def make_splits(cfg: Any, images: bool = False) -> Splits:
     """Train / held-out / SFT splits of every configured domain, plus `tasks.files` (train)."""
     from posttrain.tasks.io import load_tasks
 
     train, held = _image_splits(cfg) if images else _text_splits(cfg)
-    for f in cfg.tasks.files:  # user task files train alongside the generated domains
-        train += load_tasks(f)
+    files = [(str(f), load_tasks(f)) for f in cfg.tasks.files]  # user task files train alongside the domains
+    check_unique_ids([*_by_domain(train, "train"), *_by_domain(held, "held-out"), *files])
+    for _, tasks in files:
+        train += tasks
     return Splits(train, held, sft_demos(train, cfg.tasks.sft_frac))
 
 

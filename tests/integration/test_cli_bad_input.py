@@ -19,6 +19,10 @@ CASES = [
     (["rl", "examples/tiny_rl.yaml", "--plugin", "no_such_plugin.py"], "no_such_plugin.py"),
     (["sft", "examples/tiny_rl.yaml", "sft.lr=-1"], "sft.lr"),
     (["dpo", "examples/tiny_rl.yaml", "dpo.loss=hinge"], "dpo.loss='hinge'"),
+    (["rl", "examples/tiny_rl.yaml", "engine.args.bogus=1"], "engine.args.bogus: engine 'fast'"),
+    (["rl", "examples/tiny_rl.yaml", "tasks.domains.arithmetic.args.bogus=1"], "tasks.domains.arithmetic.args.bogus"),
+    (["quickstart", "--resume", "runs/x", "--vision"], "`posttrain quickstart --vision` does not resume"),
+    (["quickstart", "--resume", "runs/x", "--agent"], "`posttrain quickstart --agent` does not resume"),
 ]
 
 
@@ -42,6 +46,21 @@ def test_non_empty_out_is_refused_and_left_untouched(tmp_path):
     assert r.returncode == 2 and "is not empty" in r.stderr and "--resume" in r.stderr and "--overwrite" in r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "summary.json"]
     assert (out / "config.yaml").read_text() == "name: earlier\n"
+
+
+# commands without --resume: the refusal of a non-empty --out must not suggest it
+NO_RESUME = [["sft", "examples/tiny_rl.yaml"], ["dpo", "examples/tiny_rl.yaml"], ["quickstart", "--vision"],
+             ["quickstart", "--agent"]]
+
+
+@pytest.mark.parametrize("argv", NO_RESUME, ids=[" ".join(a[:2]) for a in NO_RESUME])
+def test_non_empty_out_of_a_command_without_resume_suggests_only_overwrite(tmp_path, argv):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.yaml").write_text("name: earlier\n")
+    r = subprocess.run(CLI + argv + ["--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "is not empty" in r.stderr and "--overwrite" in r.stderr, r.stderr[-1500:]
+    assert "--resume" not in r.stderr
 
 
 def test_overwrite_refuses_a_directory_that_is_not_a_run(tmp_path):

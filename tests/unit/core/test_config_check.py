@@ -94,3 +94,50 @@ def test_engine_that_cannot_run_the_model_is_refused_at_load_naming_the_feature(
     with pytest.raises(ConfigError, match=r"engine.name='fast' cannot run model.path=.*mixtral"):
         check_config(load_config(None, [f"model.path={tmp_path}", "engine.name=fast"]))
     check_config(load_config(None, [f"model.path={tmp_path}", "engine.name=hf"]))  # the reference engine runs anything
+
+
+@pytest.mark.parametrize("override, named", [
+    ("engine.args.bogus=1", r"engine.args.bogus: engine 'fast' takes no argument 'bogus'; it takes: max_batch"),
+    ("tasks.domains.arithmetic.args.bogus=1", r"tasks.domains.arithmetic.args.bogus: domain 'arithmetic'"),
+])
+def test_unknown_keyword_argument_is_named_with_its_component(override, named):
+    with pytest.raises(ConfigError, match=named):
+        check_config(load_config(None, [override]))
+
+
+def test_engine_args_may_not_set_what_the_run_passes_itself():
+    with pytest.raises(ConfigError, match="engine.args.tokenizer: engine 'fast' gets 'tokenizer' from the run"):
+        check_config(load_config(None, ["engine.args.tokenizer=x"]))
+
+
+def test_engine_built_with_a_bad_value_type_is_a_config_error(monkeypatch):
+    from posttrain.registry import registry
+    from posttrain.rollout import make_engine
+
+    def fussy(model, tokenizer, cache_mb=1.0):
+        return cache_mb // 2  # a str here is a TypeError inside the engine
+    monkeypatch.setitem(registry("engine")._items, "fussy", fussy)  # removed again after the test
+    with pytest.raises(ConfigError, match="engine 'fussy' cannot be built with engine.args"):
+        make_engine("fussy", None, None, cache_mb="big")
+
+
+def _task_file(path):
+    from posttrain.registry import build
+    from posttrain.tasks.io import save_tasks
+
+    return save_tasks(build("arithmetic", kind="domain").generate(2, seed=10_000), path)
+
+
+def test_two_copies_of_a_task_file_are_refused_naming_the_id_and_both_files(tmp_path):
+    a, b = _task_file(tmp_path / "a.jsonl"), _task_file(tmp_path / "b.jsonl")
+    with pytest.raises(ConfigError, match=r"repeated: 'arithmetic-10000-0' \(.*a.jsonl and .*b.jsonl\)"):
+        check_config(load_config(None, [f"tasks.files=[{a}, {b}]"]))
+
+
+def test_make_splits_refuses_a_file_id_that_a_generated_held_out_task_has(tmp_path):
+    from posttrain.tasks.splits import make_splits
+
+    f = _task_file(tmp_path / "a.jsonl")  # the ids of the held-out split's seed (tasks.eval_seed + seed)
+    cfg = load_config(None, ["tasks.domains={arithmetic: {n_train: 4, n_eval: 4}}", f"tasks.files=[{f}]"])
+    with pytest.raises(ConfigError, match=r"'arithmetic-10000-0' \(domain 'arithmetic' held-out and .*a.jsonl\)"):
+        make_splits(cfg)

@@ -106,3 +106,18 @@ def test_report_is_self_contained_with_plots(make_run, planted):
     html = write_report(compare_runs(a, b), b / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 5  # forest, pass rates, steps, tokens, curves
     assert "src='http" not in html and "href='http" not in html
+
+
+def test_html_headline_says_inconclusive_like_the_markdown(make_run, planted):
+    from posttrain.eval.report import comparison_markdown, write_report
+
+    base = planted(None, tasks=6)
+    better = dict(base)
+    for tid, e in (("code-1", 0), ("code-2", 1), ("code-3", 0)):  # the uncertain gain of the test above
+        row = list(better[("code", tid)])
+        row[e] = (not row[e][0], row[e][1])
+        better[("code", tid)] = row
+    b = make_run("b", better)
+    cmp = compare_runs(make_run("a", base), b)
+    assert cmp.to_dict()["verdict"] == "inconclusive" and "**INCONCLUSIVE**" in comparison_markdown(cmp)
+    assert "Verdict: <b>INCONCLUSIVE</b>" in write_report(cmp, b / "report.html").read_text()
