@@ -92,8 +92,9 @@ class PhaseProgress:
 
     @staticmethod
     def _describe(phase: str, info: dict) -> str:
-        if phase in ("sft", "tower"):
-            return f"loss {info['loss']:.3f}"
+        if phase in ("sft", "tower") or ("loss" in info and "reward/mean" not in info):  # sft, dpo: a loss curve
+            return "  ".join([f"loss {info['loss']:.3f}"] + [f"{k} {v:.3f}" for k, v in info.items()
+                                                               if k.startswith("eval/") or k == "accuracy"])
         parts = [f"reward {info.get('reward/mean', 0):.3f}"]
         if "eval/pass@1" in info:
             parts.append(f"held-out {info['eval/pass@1']:.3f}")

@@ -9,32 +9,6 @@ from typing import Any, List, Optional
 import typer
 
 
-class _LossProgress:
-    """A rich progress bar with the ETA, the latest loss and the latest eval metrics."""
-
-    def __init__(self) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        self.progress = Progress(TextColumn("[bold]{task.description:<5}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                 TextColumn("{task.fields[info]}"))
-        self.task: Any = None
-
-    def __enter__(self) -> "_LossProgress":
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.progress.__exit__(*exc)
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if self.task is None:
-            self.task = self.progress.add_task(phase, total=info["total"], info="")
-        shown = [f"loss {info['loss']:.4f}"] + [f"{k} {v:.4f}" for k, v in info.items()
-                                                if k.startswith("eval/") or k == "accuracy"]
-        self.progress.update(self.task, completed=info["step"], info="  ".join(shown))
-
-
 def _prepare(config: Path, overrides: List[str], out: Optional[Path], overwrite: bool, plugins: List[Path],
              needs: tuple[str, ...], command: str) -> tuple[Any, Path]:
     """Load, check every name and file, then claim the run directory: all before any model work."""
@@ -63,11 +37,11 @@ def register(app: typer.Typer) -> None:
         plugin: List[Path] = _PLUGIN,
     ) -> None:
         """Supervised fine-tuning on chat JSONL (assistant-only loss, optional packing, eval loss)."""
-        from posttrain.cli.common import interruptible
+        from posttrain.cli.common import PhaseProgress, interruptible
         from posttrain.train.sft import run_sft
 
         cfg, run_dir = _prepare(config, overrides, out, overwrite, plugin, ("model",), "posttrain sft")
-        with interruptible(run_dir, f"posttrain sft {config}", resumable=False), _LossProgress() as progress:
+        with interruptible(run_dir, f"posttrain sft {config}", resumable=False), PhaseProgress() as progress:
             summary = run_sft(cfg, run_dir, report=progress)
         typer.echo(json.dumps(summary, indent=2))
 
@@ -80,11 +54,11 @@ def register(app: typer.Typer) -> None:
         plugin: List[Path] = _PLUGIN,
     ) -> None:
         """Direct preference optimisation (sigmoid or IPO) on pairs from a file or an RL run."""
-        from posttrain.cli.common import interruptible
+        from posttrain.cli.common import PhaseProgress, interruptible
         from posttrain.train.dpo import run_dpo
 
         cfg, run_dir = _prepare(config, overrides, out, overwrite, plugin, ("model", "dpo"), "posttrain dpo")
-        with interruptible(run_dir, f"posttrain dpo {config}", resumable=False), _LossProgress() as progress:
+        with interruptible(run_dir, f"posttrain dpo {config}", resumable=False), PhaseProgress() as progress:
             summary = run_dpo(cfg, run_dir, report=progress)
         typer.echo(json.dumps(summary, indent=2))
 

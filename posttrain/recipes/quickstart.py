@@ -260,10 +260,10 @@ async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Repor
     report = report or (lambda phase, info: None)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    splits = make_splits(cfg)  # first: it refuses repeated task ids, and config.yaml is written only after the checks
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_config(cfg, run_dir / "config.yaml")
     sandbox = run_sandbox(cfg, sandbox)  # one pool per Ray node for cluster runs, behind the Sandbox protocol
-    splits = make_splits(cfg)
     pin_splits(splits, run_dir)
     runner = VerifierRunner(sandbox, concurrency=4, retries=cfg.sandbox.retries)
     from posttrain.rollout.tokenizer_checks import check_oracles_roundtrip

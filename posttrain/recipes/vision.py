@@ -171,9 +171,9 @@ async def _run(cfg: RunConfig, run_dir: Path, report: Report) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    splits = make_splits(cfg, images=True)  # first: it refuses repeated task ids before anything is written
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_config(cfg, run_dir / "config.yaml")
-    splits = make_splits(cfg, images=True)
     pin_splits(splits, run_dir)  # replay and postmortem read these exact tasks (and their images) back
     train, held = splits.train, splits.held_out
     phases = {"tasks_s": time.perf_counter() - t0}
