@@ -13,25 +13,32 @@ def serve_cmd(
     port: int = typer.Option(8000, help="TCP port."),
     api_key: Optional[str] = typer.Option(None, "--api-key", envvar="POSTTRAIN_API_KEY",
                                           help="Require 'Authorization: Bearer KEY' on every route but /health."),
-    speculative: Optional[str] = typer.Option(None, help="Speculative decoding: 'ngram' (prompt lookup)."),
+    speculative: Optional[str] = typer.Option(None, help="Speculative decoding: 'ngram' (prompt lookup) or 'draft' "
+                                                        "(a draft model: --draft-model)."),
+    draft_model: Optional[str] = typer.Option(None, "--draft-model",
+                                              help="Draft model for --speculative draft: a directory, catalog name "
+                                                   "or 'tiny'; it must share MODEL's tokenizer."),
     max_batch: int = typer.Option(32, help="Sequences decoded together (lanes allocated once)."),
     max_len: int = typer.Option(2048, help="Context served, in tokens (capped at the model's own)."),
     name: Optional[str] = typer.Option(None, help="Model id reported by /v1/models (default: from MODEL)."),
 ) -> None:
     """Serve MODEL with /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics, /admin/weights."""
-    from posttrain.serve.server import check_bind
+    from posttrain.serve.server import check_bind, check_speculative
 
-    check_bind(host, api_key)  # before loading anything: the one-line refusal comes at once
+    check_bind(host, api_key)  # before loading anything: the one-line refusals come at once
+    check_speculative(speculative, draft_model)
     import uvicorn
 
     from posttrain.serve.app import build_app
     from posttrain.serve.server import load_engine
     from posttrain.serve.service import ServeState
 
-    eng, tok, served = load_engine(model, max_batch=max_batch, max_len=max_len, speculative=speculative)
+    eng, tok, served = load_engine(model, max_batch=max_batch, max_len=max_len, speculative=speculative,
+                                  draft_model=draft_model)
     state = ServeState.create(eng, tok, name or served, api_key=api_key)
     print(f"posttrain serve: {name or served} on http://{host}:{port}/v1 (context {eng.max_len}, "
-          f"batch {eng.max_batch}{', speculative ' + speculative if speculative else ''})", flush=True)
+          f"batch {eng.max_batch}{', speculative ' + speculative if speculative else ''}"
+          f"{' with ' + draft_model if draft_model else ''})", flush=True)
     try:
         uvicorn.run(build_app(state), host=host, port=port, log_level="warning", access_log=False)
     finally:

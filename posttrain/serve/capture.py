@@ -15,6 +15,11 @@ renderings, as agent_render.ChatCodec does for observations). A call whose histo
 not extend the previous one (the agent rewrote or dropped turns) is rendered from
 scratch and flagged `rerendered`; the trajectory keeps the consistent chain before it.
 
+A `tool_choice` that forces a call ("required", a named function) appends the call's
+opening to the prompt (chat.ChatFormat.forced_prefix): the captured prompt ids end with
+those ids, the completion ids are only what the model sampled, and `prompt_ids +
+completion_ids` stays the exact prefix of the next chained prompt.
+
 Tool calls may run here (`POST .../tools/{name}` with the arguments object): in the
 task's own tool state and sandbox session, with the tool's timeout, recorded with their
 ExecResult, so tool_use verification and terminal checks see them as in the native loop.
@@ -48,6 +53,7 @@ class CapturedCall:
     reused_tokens: int  # prompt tokens taken verbatim from the previous call (ids, not text)
     rerendered: bool  # the history did not extend the previous call: rendered from scratch
     wall_s: float
+    prefix: str = ""  # the call opening tool_choice forced: its ids end prompt_ids; the reply is prefix + completion
 
 
 @dataclass
@@ -165,10 +171,12 @@ def add_episode_routes(app: FastAPI, state: Any) -> None:
         t0 = time.perf_counter()
         prompt, reused, rerendered = build_prompt(state, ep, body)
 
-        def on_done(outs: list, version: int, messages: list) -> None:
-            c, m = outs[0], messages[0]
-            ep.calls.append(CapturedCall(prompt, tuple(c.token_ids), tuple(c.logprobs), version, c.finish_reason, m,
-                                         reused, rerendered, time.perf_counter() - t0))
+        prefix = state.fmt.forced_prefix(body.tools, body.tool_choice)[0]
+
+        def on_done(outs: list, version: int, messages: list, ran: tuple[int, ...]) -> None:
+            c, m = outs[0], messages[0]  # ran: the prompt ids plus the ids tool_choice forced (prompt tokens)
+            ep.calls.append(CapturedCall(ran, tuple(c.token_ids), tuple(c.logprobs), version, c.finish_reason, m,
+                                         reused, rerendered, time.perf_counter() - t0, prefix))
             ep.history = [_norm_msg(x) for x in body.messages] + [_norm("assistant", m.get("content") or "",
                                                                           m.get("tool_calls"))]
 

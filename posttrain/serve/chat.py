@@ -12,6 +12,15 @@ tools only from the conversation, as in the native agent loop). A reply that par
 call to one of the request's tools becomes `tool_calls` with finish_reason "tool_calls";
 a malformed call stays plain content (the model's text, unchanged).
 
+`tool_choice` is enforced as servers do for a model that writes calls as text: the reply
+is made to start with the call's opening, `<tool_call>` ("required") or
+`<tool_call>{"name":"X","arguments":` (a named function), whose ids are appended to the
+prompt (`forced_prefix`); the model writes the rest, and the prefix is put back in front
+of the generated text before it is parsed. The prefix ids are prompt tokens (the engine's
+prompt, the proxy's captured prompt ids, `usage.prompt_tokens`): they were not sampled
+and have no logprobs. A reply that still does not parse (cut by max_tokens, garbage
+arguments) is returned as content, prefix included.
+
 Limits: one call per reply (the project's strict format); content parts other than text
 are refused by the protocol.
 """
@@ -79,6 +88,29 @@ class ChatFormat:
     def prompt_ids(self, msgs: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None) -> tuple[int, ...]:
         return self.encode(self.render(msgs, tools))
 
+    def forced_prefix(self, tools: Sequence[ToolSpec] | None, tool_choice: Any) -> tuple[str, tuple[int, ...]]:
+        """(text, ids) every reply must start with under `tool_choice`: nothing for none/auto, the call's
+        opening for "required", the opening and the name for a named function; 400 when it cannot apply."""
+        if tool_choice is None or tool_choice in ("none", "auto"):
+            return "", ()
+        names = [t.function.name for t in tools or ()]
+        if not names:
+            raise ApiError(400, "invalid value for tool_choice: a tool_choice other than 'none' or 'auto' needs "
+                                "'tools'", param="tool_choice", code="invalid_value")
+        if tool_choice == "required":
+            text = OPEN
+        else:  # protocol.NamedTool
+            name = tool_choice.function.get("name")
+            if not name:
+                raise ApiError(400, "invalid value for tool_choice: function.name is required",
+                               param="tool_choice.function.name", code="invalid_value")
+            if name not in names:
+                raise ApiError(400, f"invalid value for tool_choice: function {name!r} is not in tools "
+                                    f"({', '.join(names)})", param="tool_choice", code="invalid_value")
+            body = json.dumps({"name": name}, separators=(",", ":"), ensure_ascii=False)
+            text = f'{OPEN}{body[:-1]},"arguments":'  # format_tool_call's canonical layout, cut before the arguments
+        return text, self.encode(text)
+
     # ---- ids -> replies -------------------------------------------------------------------
     def reply_text(self, ids: Sequence[int]) -> str:
         """The reply with tool-call markers kept (special tokens other than EOS/pad)."""
@@ -129,14 +161,14 @@ class TextStream:
     """Incremental text of a growing reply for SSE: holds back what a later token may change
     (a partial UTF-8 character, a possible stop-string prefix, a tool call being written)."""
 
-    def __init__(self, fmt: ChatFormat, stops: Sequence[str], hold_tool: bool) -> None:
-        self.fmt, self.stops, self.hold_tool = fmt, tuple(stops), hold_tool
+    def __init__(self, fmt: ChatFormat, stops: Sequence[str], hold_tool: bool, prefix: str = "") -> None:
+        self.fmt, self.stops, self.hold_tool, self.prefix = fmt, tuple(stops), hold_tool, prefix
         self.ids: list[int] = []
         self.sent = 0
 
     def push(self, ids: Sequence[int]) -> str:
         self.ids.extend(ids)
-        text = cut_stop(self.fmt.reply_text(self.ids), self.stops)
+        text = self.prefix + cut_stop(self.fmt.reply_text(self.ids), self.stops)
         limit = len(text.rstrip("\ufffd"))
         for s in self.stops:
             for k in range(min(len(s) - 1, len(text)), 0, -1):

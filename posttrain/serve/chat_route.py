@@ -2,11 +2,12 @@
 
     resp = await chat_response(state, body, prompt_ids, on_done)
 
-`on_done(outs, version, messages)` is called once all samples finished, with the engine's
-Completions (exact token ids and logprobs), the weights version and the assistant
-messages returned: the proxy's capture hook (capture.py). Every response carries the
-weights version as `system_fingerprint` ("posttrain-v<version>") and, when not streamed,
-as the `x-posttrain-weights-version` header.
+`on_done(outs, version, messages, prompt_ids)` is called once all samples finished, with
+the engine's Completions (exact token ids and logprobs), the weights version, the
+assistant messages returned and the prompt ids the engine ran (`prompt` plus the ids
+`tool_choice` forces, chat.ChatFormat.forced_prefix): the proxy's capture hook
+(capture.py). Every response carries the weights version as `system_fingerprint`
+("posttrain-v<version>") and, when not streamed, as the `x-posttrain-weights-version` header.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from posttrain.serve.chat import TextStream, cut_stop
 from posttrain.serve.logprobs import chat_logprobs
 from posttrain.serve.protocol import ApiError, ChatRequest
 
-OnDone = Callable[[list, int, list], None]
+OnDone = Callable[[list, int, list, tuple], None]
 
 
 def sse(obj: Any) -> bytes:
@@ -34,26 +35,28 @@ def usage(prompt_len: int, outs: list) -> dict[str, int]:
     return {"prompt_tokens": prompt_len, "completion_tokens": comp, "total_tokens": prompt_len + comp}
 
 
-def _messages(state: Any, body: ChatRequest, outs: list, rid: str) -> list[tuple[dict, str]]:
+def _messages(state: Any, body: ChatRequest, outs: list, rid: str, prefix: str) -> list[tuple[dict, str]]:
     res = []
     for c in outs:
-        text = cut_stop(state.fmt.reply_text(c.token_ids), body.stops())
+        text = prefix + cut_stop(state.fmt.reply_text(c.token_ids), body.stops())
         res.append(state.fmt.reply_message(text, body.tools, body.tool_choice, c.finish_reason, f"{rid}:{c.index}"))
     return res
 
 
 async def chat_response(state: Any, body: ChatRequest, prompt: tuple[int, ...], on_done: OnDone | None = None) -> Any:
+    prefix, forced = state.fmt.forced_prefix(body.tools, body.tool_choice)
+    prompt = tuple(prompt) + forced  # the reply starts with the forced call opening: prompt tokens, not sampled
     params = state.params(body, len(prompt), None)
     rid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     k = (body.top_logprobs or 0) if body.logprobs else 0
     if body.stream:
-        return StreamingResponse(_stream(state, body, prompt, params, rid, k, on_done), media_type="text/event-stream",
-                                 headers={"cache-control": "no-cache"})
+        return StreamingResponse(_stream(state, body, prompt, params, rid, k, on_done, prefix),
+                                 media_type="text/event-stream", headers={"cache-control": "no-cache"})
     outs, version = await state.complete(prompt, params, rid)
     tops = await state.top_logprobs(prompt, outs, k) if k else None
-    msgs = _messages(state, body, outs, rid)
+    msgs = _messages(state, body, outs, rid, prefix)
     if on_done is not None:
-        on_done(outs, version, [m for m, _ in msgs])
+        on_done(outs, version, [m for m, _ in msgs], prompt)
     choices = [{"index": c.index, "message": m, "finish_reason": fr,
                 "logprobs": chat_logprobs(state.fmt, c.token_ids, c.logprobs, tops[c.index] if tops else None)
                 if body.logprobs else None} for c, (m, fr) in zip(outs, msgs)]
@@ -63,11 +66,11 @@ async def chat_response(state: Any, body: ChatRequest, prompt: tuple[int, ...], 
 
 
 async def _stream(state: Any, body: ChatRequest, prompt: tuple[int, ...], params: Any, rid: str, k: int,
-                  on_done: OnDone | None) -> AsyncIterator[bytes]:
+                  on_done: OnDone | None, prefix: str) -> AsyncIterator[bytes]:
     created = int(time.time())
     version = state.engine.weights_version
     hold_tool = bool(body.tools) and body.tool_choice != "none"
-    streams = [TextStream(state.fmt, body.stops(), hold_tool) for _ in range(params.n)]
+    streams = [TextStream(state.fmt, body.stops(), hold_tool, prefix) for _ in range(params.n)]
     outs: dict[int, Any] = {}
 
     def chunk(i: int, delta: dict, finish: str | None = None, logprobs: Any = None) -> bytes:
@@ -94,9 +97,9 @@ async def _stream(state: Any, body: ChatRequest, prompt: tuple[int, ...], params
                 continue
             ordered = [outs[j] for j in range(params.n)]
             tops = await state.top_logprobs(prompt, ordered, k) if k else None
-            msgs = _messages(state, body, ordered, rid)
+            msgs = _messages(state, body, ordered, rid, prefix)
             if on_done is not None:
-                on_done(ordered, version, [m for m, _ in msgs])
+                on_done(ordered, version, [m for m, _ in msgs], prompt)
             for j, (c, (m, fr)) in enumerate(zip(ordered, msgs)):
                 delta: dict[str, Any] = {}
                 rest = streams[j].finish(m["content"] or "") if fr != "tool_calls" else ""

@@ -5,7 +5,8 @@
 
 Unknown fields are ignored (clients send many); a field present with a wrong type or out
 of range is a 400 naming it, as OpenAI does. `tool_choice: "required"` and a named tool
-are accepted but not enforced by constrained decoding: the reply is parsed for a call.
+are enforced by forcing the reply's opening (chat.ChatFormat.forced_prefix); a named
+function missing from `tools` is a 400 there.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """Building the served engine from a MODEL argument, and running uvicorn on it.
 
     engine, tok, name = load_engine("tiny", max_batch=32, max_len=512, speculative=None)
+    engine, tok, name = load_engine(DIR, speculative="draft", draft_model=SMALL_DIR)   # a draft model
     with BackgroundServer(build_app(state)) as url:    # tests, the agent proxy: a free port
         openai.OpenAI(base_url=url + "/v1", api_key="x")
 
 MODEL is a model directory, a catalog name (`posttrain models list`; converted once into
 ~/.cache/posttrain/models/NAME) or `tiny` (the built-in tiny Llama, seed 0).
-Binding anywhere but loopback without an API key is refused (`check_bind`).
+Binding anywhere but loopback without an API key is refused (`check_bind`), as is
+`--speculative draft` without `--draft-model` (`check_speculative`), before anything loads.
+The draft model is resolved like MODEL and must share its tokenizer's vocabulary.
 """
 
 from __future__ import annotations
@@ -29,6 +32,18 @@ def check_bind(host: str, api_key: str | None) -> None:
         loopback = False
     if not loopback and not api_key:
         raise ConfigError(f"refusing to bind {host} without an API key: pass --api-key KEY (or bind 127.0.0.1)")
+
+
+SPECULATORS = ("ngram", "draft")
+
+
+def check_speculative(speculative: str | None, draft_model: str | None) -> None:
+    if speculative is not None and speculative not in SPECULATORS:
+        raise ConfigError(f"--speculative {speculative!r}: expected one of {', '.join(SPECULATORS)}")
+    if speculative == "draft" and not draft_model:
+        raise ConfigError("--speculative draft needs --draft-model DIR (a small model sharing the tokenizer)")
+    if draft_model and speculative != "draft":
+        raise ConfigError(f"--draft-model is used by --speculative draft only, not {speculative or 'none'}")
 
 
 def resolve_model(model: str) -> tuple[Any, Any, str]:
@@ -58,10 +73,13 @@ def resolve_model(model: str) -> tuple[Any, Any, str]:
 
 
 def load_engine(model: str, max_batch: int = 32, max_len: int | None = 2048, speculative: str | None = None,
-                **engine_args: Any) -> tuple[Any, Any, str]:
+                draft_model: str | None = None, **engine_args: Any) -> tuple[Any, Any, str]:
     from posttrain.rollout.fast.engine import FastEngine
 
+    check_speculative(speculative, draft_model)
     m, tok, name = resolve_model(model)
+    if draft_model:  # an HF causal LM: the draft speculator builds its own FastLM on the engine's device
+        engine_args["draft_model"] = resolve_model(draft_model)[0]
     eng = FastEngine(m, tok, max_batch=max_batch, max_model_len=max_len, speculative=speculative, **engine_args)
     return eng, tok, name
 

@@ -129,3 +129,79 @@ def test_concurrent_clients_get_their_own_answers(client, served, direct):
     for msgs, r in zip(prompts, got):
         want = _direct_ids(direct, _prompt(state, msgs), 24)
         assert r.choices[0].message.content == state.fmt.reply_text(want.token_ids)
+
+
+NAMED = {"type": "function", "function": {"name": "calculator"}}
+
+
+def _after_the_tool():
+    return Q + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": '{"expression":"2*3"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": observation()}]
+
+
+def _forced_reply(state, direct, msgs, choice, max_new):
+    """What the server must answer: the engine's greedy continuation of prompt + forced ids, parsed with the
+    forced text in front."""
+    from posttrain.serve.protocol import ChatRequest
+
+    body = ChatRequest.model_validate({"model": "tiny", "messages": msgs, "tools": TOOLS, "tool_choice": choice})
+    text, forced = state.fmt.forced_prefix(body.tools, body.tool_choice)
+    prompt = state.fmt.prompt_ids(body.messages, body.tools)
+    out = _direct_ids(direct, tuple(prompt) + forced, max_new)
+    return state.fmt.reply_message(text + state.fmt.reply_text(out.token_ids), body.tools, choice, out.finish_reason,
+                                   "r"), len(prompt) + len(forced), out
+
+
+def test_tool_choice_required_forces_a_call_where_the_model_would_answer(client, served, direct):
+    msgs = _after_the_tool()  # unforced, the model answers "The answer is 6." here
+    assert client.chat.completions.create(model="tiny", messages=msgs, tools=TOOLS, temperature=0,
+                                          max_tokens=40).choices[0].message.content == ANSWER
+    r = client.chat.completions.create(model="tiny", messages=msgs, tools=TOOLS, tool_choice="required",
+                                       temperature=0, max_tokens=40, logprobs=True)
+    (want, finish), prompt_len, out = _forced_reply(served[1], direct, msgs, "required", 40)
+    choice = r.choices[0]
+    assert choice.finish_reason == finish
+    if finish == "tool_calls":  # parsed: OpenAI's shape
+        assert choice.message.tool_calls[0].function.name == want["tool_calls"][0]["function"]["name"]
+    else:  # the tiny model's arguments do not parse: the reply is still the forced opening + what it sampled
+        assert choice.message.content == want["content"] and want["content"].startswith("<tool_call>")
+    assert r.usage.prompt_tokens == prompt_len and r.usage.completion_tokens == len(out.token_ids)
+    assert [e.logprob for e in choice.logprobs.content] == list(out.logprobs)  # sampled tokens only
+    first = client.chat.completions.create(model="tiny", messages=Q, tools=TOOLS, tool_choice="required",
+                                           temperature=0, max_tokens=90).choices[0]
+    assert first.finish_reason == "tool_calls" and first.message.tool_calls[0].function.name == "calculator"
+
+
+def test_a_named_tool_choice_yields_a_call_to_that_function(client, served, direct):
+    r = client.chat.completions.create(model="tiny", messages=Q, tools=TOOLS, tool_choice=NAMED, temperature=0,
+                                       max_tokens=90)
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    assert choice.message.tool_calls[0].function.name == "calculator"
+    assert choice.message.tool_calls[0].function.arguments == '{"expression": "2*3"}'
+    (want, _), prompt_len, _ = _forced_reply(served[1], direct, Q, NAMED, 90)
+    assert r.usage.prompt_tokens == prompt_len  # the name was forced: prompt tokens, not sampled
+    chunks = list(client.chat.completions.create(model="tiny", messages=Q, tools=TOOLS, tool_choice=NAMED,
+                                                 temperature=0, max_tokens=90, stream=True))
+    calls = [tc for c in chunks for tc in (c.choices[0].delta.tool_calls or [])]
+    assert [tc.function.name for tc in calls] == ["calculator"]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    msgs = _after_the_tool()  # forced where the model would answer: the reply opens the named call all the same
+    (want, finish), _, _ = _forced_reply(served[1], direct, msgs, NAMED, 40)
+    got = client.chat.completions.create(model="tiny", messages=msgs, tools=TOOLS, tool_choice=NAMED, temperature=0,
+                                         max_tokens=40).choices[0]
+    assert got.finish_reason == finish
+    if finish != "tool_calls":
+        assert got.message.content == want["content"]
+        assert got.message.content.startswith('<tool_call>{"name":"calculator","arguments":')
+
+
+def test_a_tool_choice_naming_an_unknown_function_is_a_400(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="tiny", messages=Q, tools=TOOLS,
+                                       tool_choice={"type": "function", "function": {"name": "nope"}})
+    assert e.value.status_code == 400
+    assert e.value.body["param"] == "tool_choice" and "nope" in e.value.body["message"]
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model="tiny", messages=Q, tool_choice="required")  # no tools to call

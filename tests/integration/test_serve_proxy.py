@@ -11,8 +11,9 @@ import pytest
 
 from posttrain.rollout.agent.loop import AgentOptions
 from posttrain.rollout.engine import SamplingParams
-from posttrain.rollout.agent.external import ExternalAgent, rollout_external
-from tests.unit.serve.conftest import ANSWER, CALL, calc_task, memorised  # noqa: F401
+from posttrain.rollout.agent.external import ExternalAgent, ExternalRunner, rollout_external
+from tests.unit.serve.conftest import (ANSWER, CALL, SHELL_CALL, calc_task, memorised,  # noqa: F401
+                                      SH_PROMPTS, memorised_terminal, sh_task)
 
 ROOT = Path(__file__).resolve().parents[2]
 REACT = f"{sys.executable} {ROOT / 'examples/agents/react_agent.py'}"
@@ -55,6 +56,40 @@ def test_token_capture_equals_what_the_engine_generated(engine):
     assert assistant[0].tool_call.name == "calculator" and assistant[1].text == ANSWER
     assert traj.verify.passed and traj.reward > 0.9
     assert traj.verify.details["proxy"]["versions"] == (0, 0) and not traj.verify.details["proxy"]["rerendered"]
+
+
+def test_forced_tool_choice_is_captured_as_prompt_ids_and_the_chain_stays_exact(engine, tmp_path):
+    """tool_choice forces the call's opening: its ids end the captured prompt (what the engine ran), the completion
+    holds only sampled tokens, and prompt + completion is still the exact start of the next call's prompt."""
+    eng, tok, log = engine
+    agent = tmp_path / "forced.py"  # ReAct, with the first call forced to name the calculator
+    agent.write_text(
+        "import httpx, json, openai, os, sys\ntask = json.load(sys.stdin)\nc = openai.OpenAI(max_retries=0)\n"
+        "msgs = list(task['messages'])\n"
+        "m = c.chat.completions.create(model=os.environ['POSTTRAIN_MODEL'], messages=msgs, tools=task['tools'], "
+        "tool_choice={'type': 'function', 'function': {'name': 'calculator'}}).choices[0].message\n"
+        "call = m.tool_calls[0]\n"
+        "obs = httpx.post(os.environ['POSTTRAIN_TOOLS_URL'] + '/' + call.function.name, "
+        "json=json.loads(call.function.arguments), timeout=60).json()['output']\n"
+        "msgs += [m.model_dump(exclude_none=True), {'role': 'tool', 'tool_call_id': call.id, 'content': obs}]\n"
+        "print(c.chat.completions.create(model=os.environ['POSTTRAIN_MODEL'], messages=msgs, tools=task['tools'])"
+        ".choices[0].message.content)\n")
+    [traj] = asyncio.run(rollout_external(eng, tok, [calc_task()], AgentOptions(n=1, temperature=0.0),
+                                          ExternalAgent(f"{sys.executable} {agent}")))
+    assert traj.finish_reason == "answer", traj.verify.details["proxy"]["agent"]
+    forced = tuple(tok('<tool_call>{"name":"calculator","arguments":', add_special_tokens=False)["input_ids"])
+    (p0, c0), (p1, c1) = log
+    assert p0[-len(forced):] == forced and traj.prompt_ids == p0  # the forced ids are prompt ids, as the engine ran
+    assert list(c0.token_ids) == tok('{"expression":"2*3"}}</tool_call>', add_special_tokens=False)["input_ids"] + [
+        tok.eos_token_id]  # the rest of the memorised call: sampled
+    assistant = [t for t in traj.turns if t.role == "assistant"]
+    assert [t.token_ids for t in assistant] == [c0.token_ids, c1.token_ids]  # only sampled tokens, bitwise
+    assert [t.logprobs for t in assistant] == [c0.logprobs, c1.logprobs]
+    assert p1[: len(p0) + len(c0.token_ids)] == p0 + c0.token_ids  # prompt + completion == next prompt's start
+    full = traj.prompt_ids + sum((t.token_ids for t in traj.turns), ())
+    assert full == p1 + c1.token_ids and [t.trainable for t in traj.turns] == [True, False, True]
+    assert assistant[0].tool_call.name == "calculator"  # parsed with the forced opening in front
+    assert assistant[1].text == ANSWER and traj.verify.passed and not traj.verify.details["proxy"]["rerendered"]
 
 
 def test_a_killed_agent_is_a_failed_episode_and_the_run_goes_on(engine, tmp_path):
@@ -136,6 +171,46 @@ def test_a_terminal_task_runs_its_tools_in_the_episodes_sandbox_session(engine, 
 
     [traj] = asyncio.run(main())
     assert traj.finish_reason == "answer" and traj.verify.passed, traj.verify.details["proxy"]["agent"]
+
+
+@pytest.mark.parametrize("prompt,finish,last", [(SH_PROMPTS[0], "submit", "submit"),
+                                                (SH_PROMPTS[1], "answer", None)])
+def test_the_react_agent_solves_a_terminal_task_through_the_sandbox_session(memorised_terminal, prompt, finish,
+                                                                            last):
+    """examples/agents/react_agent.py on a terminal task: the model's shell call runs in the episode's sandbox
+    session through POSTTRAIN_TOOLS_URL, the episode ends with submit (the model's call, or the agent's after a
+    plain reply), and terminal_checks sees the file the model wrote."""
+    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.sandbox.pool import SandboxPool
+
+    model, tok = memorised_terminal
+    eng = FastEngine(copy.deepcopy(model), tok, max_batch=4)
+    submitted = []
+    score = ExternalRunner._score
+
+    async def spy(self, ep, *a, **kw):
+        submitted.append([name for _, name, _, _ in ep.executions])
+        return await score(self, ep, *a, **kw)
+
+    async def main():
+        pool = SandboxPool(concurrency=1)
+        try:
+            return await rollout_external(eng, tok, [sh_task(prompt=prompt)], AgentOptions(n=1, temperature=0.0),
+                                          ExternalAgent(REACT), sandbox=pool)
+        finally:
+            await pool.close()
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ExternalRunner, "_score", spy)
+        [traj] = asyncio.run(main())
+    assert traj.finish_reason == finish, traj.verify.details["proxy"]["agent"]
+    assert traj.verify.passed and traj.verify.details["passed"] == ("made",), traj.verify
+    calls = [t.tool_call for t in traj.turns if t.role == "assistant"]
+    assert [c and c.name for c in calls] == ["shell", last] and calls[0].arguments["cmd"] == "echo hello > out.txt"
+    assert submitted == [["shell", "submit"]]  # what ran through POSTTRAIN_TOOLS_URL, in order
+    shell = next(t for t in traj.turns if t.role == "tool")  # the session's own result, recorded on the trajectory
+    assert not shell.trainable and shell.exec_result is not None and shell.exec_result.status == "ok"
+    assert traj.turns[0].text == SHELL_CALL and traj.verify.details["proxy"]["chained"] == 2
 
 
 def test_the_react_rl_example_trains_through_the_proxy_cli(tmp_path):

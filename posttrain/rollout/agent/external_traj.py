@@ -7,7 +7,10 @@ them (trainable); between two chained calls a masked turn holds the ids the next
 added after them (tool output, user text, chat framing), sliced from that prompt's ids,
 so prompt_ids + all turns' ids is, token for token, the last call's prompt plus its
 completion. A reply is parsed against the task's own tools (`Turn.tool_call`), which is
-what tool_use verification re-executes. Calls after a re-rendered one are not chained.
+what tool_use verification re-executes; a reply whose opening tool_choice forced is parsed
+with that opening in front (`CapturedCall.prefix`: its ids end the call's prompt ids, so
+they sit in the trajectory's prompt or the masked turn before the reply, and the turn's
+text and ids are only what the model sampled). Calls after a re-rendered one are not chained.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def build_turns(tok: Any, task: Task, ep: Any) -> tuple[list[Turn], int]:
         call = None
         if c.finish_reason == "stop":
             try:
-                call = parse_tool_call(text, schemas)
+                call = parse_tool_call(c.prefix + text, schemas)
             except ToolCallError:
                 call = None
         turns.append(Turn("assistant", text, c.completion_ids, c.logprobs, True, call, None, c.wall_s))

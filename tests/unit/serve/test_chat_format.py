@@ -38,6 +38,43 @@ def test_tool_choice_none_never_parses(fmt):
     assert fmt.reply_message(text, [TOOL], "none", "stop", "r")[1] == "stop"
 
 
+def _choice(raw):
+    return ChatRequest.model_validate({"model": "m", "messages": [{"role": "user", "content": "q"}],
+                                       "tool_choice": raw}).tool_choice
+
+
+def test_forced_prefix_opens_the_call_and_names_the_function(fmt):
+    from posttrain.rollout.agent.toolcall import format_tool_call
+
+    assert fmt.forced_prefix([TOOL], None) == fmt.forced_prefix([TOOL], "auto") == ("", ())
+    assert fmt.forced_prefix(None, "none") == ("", ())
+    text, ids = fmt.forced_prefix([TOOL], "required")
+    assert text == "<tool_call>" and ids == fmt.encode(text)
+    text, ids = fmt.forced_prefix([TOOL], _choice({"type": "function", "function": {"name": "calculator"}}))
+    assert format_tool_call("calculator", {"expression": "1"}).startswith(text)  # the canonical layout
+    assert text == '<tool_call>{"name":"calculator","arguments":' and ids == fmt.encode(text)
+    rest = '{"expression":"1"}}</tool_call>'  # what the model writes after it parses as that call
+    msg, finish = fmt.reply_message(text + rest, [TOOL], "required", "stop", "r:0")
+    assert finish == "tool_calls" and msg["tool_calls"][0]["function"]["name"] == "calculator"
+
+
+@pytest.mark.parametrize("tools,choice", [([TOOL], {"type": "function", "function": {"name": "nope"}}),
+                                          ([TOOL], {"type": "function", "function": {}}),
+                                          (None, "required"),
+                                          (None, {"type": "function", "function": {"name": "calculator"}})])
+def test_a_tool_choice_that_cannot_apply_is_a_400(fmt, tools, choice):
+    with pytest.raises(ApiError) as e:
+        fmt.forced_prefix(tools, _choice(choice))
+    assert e.value.status == 400 and e.value.param.startswith("tool_choice")
+    assert e.value.body()["error"]["type"] == "invalid_request_error"
+
+
+def test_stream_with_a_forced_prefix_holds_the_whole_call(fmt):
+    s = TextStream(fmt, [], hold_tool=True, prefix="<tool_call>")
+    assert s.push(fmt.encode('{"name":"calculator"')) == ""
+    assert s.finish("<tool_call>garbage") == "<tool_call>garbage"  # a reply that did not parse: content, in full
+
+
 def test_assistant_tool_calls_render_as_the_canonical_call_text(fmt):
     msgs = [ChatMessage.model_validate(m) for m in [
         {"role": "user", "content": "q"},
