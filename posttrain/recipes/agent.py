@@ -65,6 +65,7 @@ def run_agent_quickstart(cfg: RunConfig, run_dir: Path, log: Log = print) -> dic
     from posttrain.eval.stats import mcnemar_exact
     from posttrain.models.tiny import build_tiny
     from posttrain.rollout.agent.tasks import product_tasks
+    from posttrain.tasks.splits import Splits, pin_splits
     from posttrain.train.rl import build_state, train_rl
 
     r = cfg.agent.recipe
@@ -76,6 +77,7 @@ def run_agent_quickstart(cfg: RunConfig, run_dir: Path, log: Log = print) -> dic
     model, tok = build_tiny(cfg.model.tiny, seed=cfg.seed)
     train = product_tasks(r.n_train, cfg.seed, task_table=True)
     held = product_tasks(r.n_eval, 10_000 + cfg.seed, exclude={t.prompt[-1].content for t in train}, task_table=True)
+    pin_splits(Splits(train, held), run_dir)  # replay, postmortem and eval read these exact tasks back
     sft_losses = _warm_up(model, tok, train, cfg, log)
     t_sft = time.perf_counter() - t0
     st = build_state(cfg, run_dir, model, tok, train, held, sandbox=None)

@@ -104,6 +104,9 @@ def save_checkpoint(run_dir: Path, step: int, model: Any, tokenizer: Any, traine
     writing = tmp
     try:
         writing = f"the model (save_pretrained) into {tmp}"
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # its "Writing model shards" bar, once per checkpoint, in library use too
         model.save_pretrained(tmp)
         writing = f"the tokenizer into {tmp}"
         tokenizer.save_pretrained(tmp)

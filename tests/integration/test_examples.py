@@ -31,3 +31,17 @@ def test_agent_quickstart_cli_writes_its_summary(tmp_path):
     assert s["n_tasks"] == 4 and s["sft_steps"] == 4 and s["rl_steps"] >= 1
     assert "| completion (pass) |" in r.stdout
     assert (out / "config.yaml").is_file() and (out / "trajectories.sqlite").is_file()
+
+
+def test_agent_quickstart_pins_the_tasks_it_trained_and_evaluated_on(tmp_path):
+    from posttrain.tasks.splits import load_pinned
+
+    out = tmp_path / "agent"
+    r = subprocess.run(CLI + ["quickstart", "--agent", "--out", str(out), *AGENT_SMALL], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    pinned = load_pinned(out)
+    held = json.loads((out / "agent_summary.json").read_text())["n_tasks"]
+    assert pinned is not None and len(pinned.held_out) == held and pinned.train
+    assert {t.id for t in pinned.train}.isdisjoint(t.id for t in pinned.held_out)
+    assert all("calculator" in t.environment.tools and t.environment.files for t in pinned.held_out)  # tools, tables

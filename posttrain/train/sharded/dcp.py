@@ -108,5 +108,8 @@ def export_hf(path: str | Path, config_dir: str | Path, out_dir: str | Path) -> 
         dcp.load(sd, checkpoint_id=str(path), no_dist=True)
     model.load_state_dict(sd["model"])
     out = Path(out_dir)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     model.save_pretrained(out, safe_serialization=True)
     return out

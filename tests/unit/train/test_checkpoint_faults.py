@@ -129,3 +129,12 @@ def test_disk_filling_mid_write_is_one_line_and_leaves_no_temp_dir(small_disk, t
     _assert_one_line_enospc(e.value, small_disk)
     assert "while writing" in str(e.value)
     assert os.listdir(small_disk / "checkpoints") == []  # no .tmp-step-0 behind
+
+
+def test_a_checkpoint_write_prints_no_progress_bar(tmp_path, tiny, capfd):
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.enable_progress_bar()  # as in a fresh process that loaded nothing through posttrain yet
+    _save(tmp_path, 0, tiny)
+    out, err = capfd.readouterr()
+    assert "Writing model shards" not in out + err
