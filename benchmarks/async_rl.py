@@ -10,15 +10,19 @@ wall time of the RL loop, speedup vs K = 0, the per-phase seconds summed over st
 verify, update, sync: the producer's phases and the trainer's; medians over --repeats
 interleaved runs per K, as the host's load drifts), consumer idle (trainer waiting
 for a batch) and producer idle (waiting for weights or an issued batch), and held-out pass@1
-after RL with an exact McNemar test paired by task against K = 0.
+after RL (every repeat's, and their mean) with an exact McNemar test paired by task against the
+K = 0 run of the same repeat, pooled over the repeats. Repeat r uses RL seed + r (the warm-up is
+shared), so the repeats are independent RL runs.
 
 `--ks 0,0h,1,2`: `0h` is K = 0 with half the torch threads, the thread count each side of
 the asynchronous loop gets (train/async_rl/loop.py), which separates the overlap from the
 thread count. `1p`, `2p`: K = 1 or 2 with rl.partial_rollouts (the engine takes the trainer's
 new weights between decode steps of a batch in flight, docs/async_rl.md).
 
-Domains: `tools` (calculator agent episodes, rollout/agent/tasks.py, a plan-demonstration SFT
-warm-up) and `code` (programs run in the process sandbox, a sandbox-heavy verifier; oracle SFT).
+Domains: `tools` (calculator agent episodes, rollout/agent/tasks.py; by default the agent recipe's
+warm-up, recipes/agent.py `warm_up`, which leaves a policy RL can lift: a plain plan-SFT past the
+copy skill solves every held-out task, and RL from there only loses) and `code` (programs run in
+the process sandbox, a sandbox-heavy verifier; oracle SFT).
 The per-phase costs of the K = 0 runs feed benchmarks/async_sim.py (--json).
 
 What bounds the gain on this machine: the trainer and the producer share 2 cores, and both
@@ -75,24 +79,29 @@ def _code_setup(args, cache):
 
 def _tools_setup(args, cache):
     from posttrain.models.tiny import build_tiny
-    from posttrain.recipes.agent import agent_config
+    from posttrain.recipes.agent import agent_config, warm_up
     from posttrain.rollout.agent.sft import plan_demonstrations
     from posttrain.rollout.agent.tasks import product_tasks
     from posttrain.train.agent_sft import sft_on_demonstrations
 
-    ov = ["seed=1", "threads=2", "rl.prompts_per_step=8", "rl.group_size=4", "rl.warmup_steps=2",
-          "rl.checkpoint_every=0"]
+    ov = ["seed=1", "threads=2", f"rl.prompts_per_step={args.tools_prompts}", f"rl.group_size={args.tools_group}",
+          "rl.warmup_steps=2", "rl.checkpoint_every=0"]
     cfg = agent_config(None, ov)
     model, tok = build_tiny(cfg.model.tiny, seed=cfg.seed)
-    train = product_tasks(400, cfg.seed, task_table=True)
+    train = product_tasks(cfg.agent.recipe.n_train if args.tools_warmup == "recipe" else 400, cfg.seed, task_table=True)
     held = product_tasks(args.n_eval, 10_000 + cfg.seed, exclude={t.prompt[-1].content for t in train}, task_table=True)
-    _warm(model, cache and cache / f"tools-sft{args.sft_steps}.pt", lambda m: sft_on_demonstrations(
-        m, tok, asyncio.run(plan_demonstrations(tok, train)), steps=args.sft_steps, lr=cfg.sft.lr, batch_size=32,
-        seed=cfg.seed))
+    if args.tools_warmup == "recipe":  # the agent recipe's: copy skill to a measured level, then a base model's habits
+        _warm(model, cache and cache / "tools-recipe.pt", lambda m: warm_up(m, tok, train, cfg, lambda s: None))
+    else:  # a fixed number of plan-demonstration steps
+        _warm(model, cache and cache / f"tools-sft{args.sft_steps}.pt", lambda m: sft_on_demonstrations(
+            m, tok, asyncio.run(plan_demonstrations(tok, train)), steps=args.sft_steps, lr=cfg.sft.lr, batch_size=32,
+            seed=cfg.seed))
     return ov, model, tok, train, held, None
 
 
-def run_side(domain, k, ov, model, tok, train, held, sandbox, steps):
+def run_side(domain, k, ov, model, tok, train, held, sandbox, steps, repeat=0):
+    """One RL run of side `k` from the warm-up; repeat r trains with RL seed (the config's) + r, so
+    the repeats are independent RL runs (with pinned staleness a run is deterministic in its seed)."""
     from posttrain.config import load_config
     from posttrain.recipes.presets import load_preset
     from posttrain.train.rl import build_state, run_eval, train_rl
@@ -103,7 +112,8 @@ def run_side(domain, k, ov, model, tok, train, held, sandbox, steps):
     halved = k == "0h"  # K = 0 with the torch threads the async loop gives each side (half)
     partial = str(k).endswith("p")  # rl.partial_rollouts: new weights taken mid-batch
     kk = 0 if halved else int(str(k).rstrip("p"))
-    cfg = load_config(None, [*ov, f"rl.steps={steps}", f"rl.max_staleness={kk}",
+    seed = int(next(o for o in ov if o.startswith("seed=")).split("=")[1]) + repeat
+    cfg = load_config(None, [*ov, f"seed={seed}", f"rl.steps={steps}", f"rl.max_staleness={kk}",
                              f"rl.partial_rollouts={str(partial).lower()}"], base=base)
     threads = torch.get_num_threads()
     with tempfile.TemporaryDirectory() as d:
@@ -130,9 +140,13 @@ def run_side(domain, k, ov, model, tok, train, held, sandbox, steps):
                           "train_s": r["time/update_s"] + r["time/sync_s"]} for r in rows]}
 
 
-def paired(base, other):
-    from posttrain.eval.stats import mcnemar_exact
+def mcnemar_exact(b, c):
+    from posttrain.eval.stats import mcnemar_exact as exact
 
+    return exact(b, c)
+
+
+def paired(base, other):
     common = [t for t in base["passed"] if t in other["passed"]]
     b = sum(base["passed"][t] and not other["passed"][t] for t in common)
     c = sum(other["passed"][t] and not base["passed"][t] for t in common)
@@ -144,7 +158,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--domains", default="tools,code")
     ap.add_argument("--ks", default="0,1,2")
-    ap.add_argument("--sft-steps", type=int, default=150)
+    ap.add_argument("--sft-steps", type=int, default=150, help="code's warm-up; tools' with --tools-warmup steps")
+    ap.add_argument("--tools-warmup", choices=("recipe", "steps"), default="recipe",
+                    help="recipe: the agent recipe's warm-up (a policy RL can lift); steps: --sft-steps plan SFT")
+    ap.add_argument("--tools-prompts", type=int, default=8)
+    ap.add_argument("--tools-group", type=int, default=4)
     ap.add_argument("--n-eval", type=int, default=60)
     ap.add_argument("--json", default="benchmarks/results/async_rl.json")
     ap.add_argument("--repeats", type=int, default=2, help="runs per K, interleaved; the median wall is reported")
@@ -160,25 +178,36 @@ def main() -> None:
         ov, model, tok, train, held, sandbox = (_tools_setup if domain == "tools" else _code_setup)(args, cache)
         print(f"[{domain}] warm-up {time.perf_counter() - t0:.0f}s", flush=True)
         ks = [k if k in ("0h", "1p", "2p") else int(k) for k in args.ks.split(",")]
-        runs = [run_side(domain, k, ov, model, tok, train, held, sandbox, args.steps)
-                for _ in range(args.repeats) for k in ks]  # interleaved: the host's load drifts
+        runs = [run_side(domain, k, ov, model, tok, train, held, sandbox, args.steps, rep)
+                for rep in range(args.repeats) for k in ks]  # interleaved: the host's load drifts
         sides = []
         for k in ks:
             mine = [r for r in runs if r["k"] == k]
             side = dict(mine[-1], walls=[r["wall_s"] for r in mine], wall_s=statistics.median(r["wall_s"] for r in mine))
             side["phases"] = {p: statistics.median(r["phases"][p] for r in mine) for p in side["phases"]}
+            side["runs"] = mine  # every repeat's pass@1 and per-task passes: RL on a tiny model varies run to run
             sides.append(side)
         for s in sides:
             s["speedup"] = sides[0]["wall_s"] / s["wall_s"]
-            s["vs_k0"] = paired(sides[0], s)
+            # each repeat paired with the synchronous run of the same repeat (same tasks), then pooled
+            s["vs_k0_runs"] = [paired(a, b) for a, b in zip(sides[0]["runs"], s["runs"])]
+            fell, rose = sum(x["fell"] for x in s["vs_k0_runs"]), sum(x["rose"] for x in s["vs_k0_runs"])
+            s["vs_k0"] = {"fell": fell, "rose": rose, "p": mcnemar_exact(fell, rose),
+                          "n": sum(x["n"] for x in s["vs_k0_runs"])}
+            s["pass_runs"] = [r["pass@1"] for r in s["runs"]]
+            s["pass@1"] = statistics.fmean(s["pass_runs"])
             ph = s["phases"]
             print(f"[{domain}] K={s['k']}: wall {s['wall_s']:.1f}s x{s['speedup']:.2f} samples {s['samples']} "
-                  f"pass@1 {s['pass@1']:.3f} (vs K=0: -{s['vs_k0']['fell']} +{s['vs_k0']['rose']} p={s['vs_k0']['p']:.2f}) | "
+                  f"pass@1 mean {s['pass@1']:.3f} runs {' '.join(f'{x:.3f}' for x in s['pass_runs'])} "
+                  f"(vs K=0, pooled over repeats: -{fell} +{rose} p={s['vs_k0']['p']:.2g}) | "
                   + " ".join(f"{k} {v:.1f}" for k, v in ph.items()), flush=True)
         out += sides
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "args": vars(args),
-                                           "sides": [{k: v for k, v in s.items() if k != "passed"} for s in out]}, indent=1))
+    for s in out:  # the per-task passes are only for the paired tests
+        s.pop("passed", None)
+        s["runs"] = [{k: v for k, v in r.items() if k != "passed"} for r in s["runs"]]
+    Path(args.json).write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "args": vars(args), "sides": out},
+                                          indent=1))
     print(f"wrote {args.json}")
 
 

@@ -37,7 +37,8 @@ def agent_config(path: str | Path | None, overrides: Sequence[str]) -> RunConfig
     return load_config(path, overrides, base=load_preset("agent"))
 
 
-def _warm_up(model: Any, tok: Any, train: list[Any], cfg: RunConfig, log: Log) -> list[float]:
+def warm_up(model: Any, tok: Any, train: list[Any], cfg: RunConfig, log: Log) -> list[float]:
+    """The recipe's warm-up of `model` in place (copy skill, then habits; step 2 above); the SFT losses."""
     from posttrain.rollout.agent.sft import plan_demonstrations
     from posttrain.rollout.agent.tasks import habit_tasks, reread_tasks
     from posttrain.train.agent_sft import sft_on_demonstrations
@@ -78,7 +79,7 @@ def run_agent_quickstart(cfg: RunConfig, run_dir: Path, log: Log = print) -> dic
     train = product_tasks(r.n_train, cfg.seed, task_table=True)
     held = product_tasks(r.n_eval, 10_000 + cfg.seed, exclude={t.prompt[-1].content for t in train}, task_table=True)
     pin_splits(Splits(train, held), run_dir)  # replay, postmortem and eval read these exact tasks back
-    sft_losses = _warm_up(model, tok, train, cfg, log)
+    sft_losses = warm_up(model, tok, train, cfg, log)
     t_sft = time.perf_counter() - t0
     st = build_state(cfg, run_dir, model, tok, train, held, sandbox=None)
     temp = cfg.rl.temperature
