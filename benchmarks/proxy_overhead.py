@@ -22,6 +22,10 @@ Rows, each its own episode:
   plain route, openai   `/v1/chat/completions`, no capture, the whole history re-rendered
   in-server part        route entry to last token recorded, minus the direct call (no
                         HTTP, no client): prompt building and the engine-loop hand-off
+  null server, <client> the same client and history against a server that returns a fixed
+                        reply at once (no model): the client's own cost plus one loopback
+                        round trip, which an agent pays against any server. The proxy's
+                        own share of a row is that row minus its client's null row.
 """
 
 from __future__ import annotations
@@ -67,6 +71,24 @@ AGENT = textwrap.dedent("""
         print(json.dumps({"wall": wall}), flush=True)
         msgs = msgs + [{"role": "assistant", "content": text}, {"role": "tool", "content": f"obs {i}"}]
 """)
+
+
+def null_app():
+    """A server that answers every chat call with the same one-word reply, reading the body first."""
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "tiny",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"},
+                                    "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+
+    async def chat(request):
+        await request.body()
+        return Response(body, media_type="application/json")
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
 def drive(url_base: str, mode: str, calls: int, max_tokens: int, direct, clear) -> tuple[list[float], list[float]]:
@@ -160,6 +182,10 @@ def main() -> None:
         # the agent's replies differ from "x", but the prompt length (what the direct call costs) is close
         rows["plain route, openai client"], _ = drive(f"{url}/v1", "openai", args.calls, args.max_tokens,
                                                       plain_direct, clear)
+    with BackgroundServer(null_app()) as url:  # the clients' own cost, same histories
+        for key, mode in (("null server, http.client", "stdlib"), ("null server, httpx", "raw"),
+                          ("null server, openai client", "openai")):
+            rows[key], _ = drive(f"{url}/v1", mode, args.calls, args.max_tokens, lambda i: 0.0, lambda: None)
     state.close()
     print(f"direct engine.generate: median {statistics.median(direct_s) * 1e3:.2f} ms "
           f"({args.max_tokens} new tokens, prompts growing to the whole history)")
