@@ -91,23 +91,30 @@ class Cgroup:
         self._oom0: int | None = None  # oom_kill count when the current budget was set
         # A warm slot reads and writes the same few files around every execution: keep them
         # open (pread/pwrite at offset 0) and skip limit writes that would not change anything.
-        self._fds: dict[Path, int] = {}
-        self._written: dict[Path, str] = {}
+        self._fds: dict[str, int] = {}
+        self._written: dict[str, str] = {}
+        self._paths: dict[tuple[str, str], str] = {}  # (controller, file) -> path: no pathlib per call
 
-    def _fd(self, path: Path, flags: int) -> int:
+    def _f(self, ctrl: str, name: str) -> str:
+        path = self._paths.get((ctrl, name))
+        if path is None:
+            path = self._paths[(ctrl, name)] = os.path.join(self.dirs[ctrl], name)
+        return path
+
+    def _fd(self, path: str, flags: int) -> int:
         fd = self._fds.get(path)
         if fd is None:
             fd = self._fds[path] = os.open(path, flags | os.O_CLOEXEC)
         return fd
 
-    def _pread(self, path: Path, default: str = "") -> str:
+    def _pread(self, path: str, default: str = "") -> str:
         try:
             return os.pread(self._fd(path, os.O_RDONLY), 1 << 16, 0).decode()
         except OSError:
             self._close(path)
             return default
 
-    def _pwrite(self, path: Path, value: str, always: bool = False) -> bool:
+    def _pwrite(self, path: str, value: str, always: bool = False) -> bool:
         if not always and self._written.get(path) == value:
             return True
         try:
@@ -119,7 +126,7 @@ class Cgroup:
         self._written[path] = value
         return True
 
-    def _close(self, path: Path) -> None:
+    def _close(self, path: str) -> None:
         fd = self._fds.pop(path, None)
         if fd is not None:
             os.close(fd)
@@ -163,20 +170,18 @@ class Cgroup:
 
     def set_limits(self, memory_bytes: int, pids: int) -> None:
         if self.version == "v2":
-            d = self.dirs[""]
-            self._pwrite(d / "memory.max", str(memory_bytes))
-            self._pwrite(d / "memory.swap.max", "0")
-            self._pwrite(d / "pids.max", str(pids))
+            self._pwrite(self._f("", "memory.max"), str(memory_bytes))
+            self._pwrite(self._f("", "memory.swap.max"), "0")
+            self._pwrite(self._f("", "pids.max"), str(pids))
         else:
-            m = self.dirs["memory"]
             # v1 keeps memory <= memsw at every moment: raise memsw first, lower it last
-            old = int(self._written.get(m / "memory.limit_in_bytes", "0"))
+            old = int(self._written.get(self._f("memory", "memory.limit_in_bytes"), "0"))
             order = ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes")
             for name in order if memory_bytes > old else order[::-1]:
-                self._pwrite(m / name, str(memory_bytes))
-            self._pwrite(m / "memory.max_usage_in_bytes", "0", always=True)  # reset the peak
+                self._pwrite(self._f("memory", name), str(memory_bytes))
+            self._pwrite(self._f("memory", "memory.max_usage_in_bytes"), "0", always=True)  # reset the peak
             if "pids" in self.dirs:
-                self._pwrite(self.dirs["pids"] / "pids.max", str(pids))
+                self._pwrite(self._f("pids", "pids.max"), str(pids))
         if self._oom0 is None:  # later baselines come from oom_since_reset's own read
             self._oom0 = self.oom_kills()
 
@@ -193,10 +198,10 @@ class Cgroup:
         return sorted(seen)
 
     def oom_kills(self) -> int:
-        d = self.dirs.get("" if self.version == "v2" else "memory")
-        if d is None:
+        c = "" if self.version == "v2" else "memory"
+        if c not in self.dirs:
             return 0
-        text = self._pread(d / ("memory.events" if self.version == "v2" else "memory.oom_control"))
+        text = self._pread(self._f(c, "memory.events" if self.version == "v2" else "memory.oom_control"))
         for line in text.splitlines():
             k, _, v = line.partition(" ")
             if k == "oom_kill":
@@ -212,22 +217,35 @@ class Cgroup:
 
     def count_procs(self) -> int:
         """Processes in the cgroup, from one controller (every pid is added to all of them)."""
-        d = self.dirs.get("" if self.version == "v2" else "memory") or next(iter(self.dirs.values()))
-        return len(_read(d / "cgroup.procs").split())
+        c = "" if self.version == "v2" else "memory"
+        path = self._f(c if c in self.dirs else next(iter(self.dirs)), "cgroup.procs")
+        try:  # opened afresh (see procs); os-level: this runs before every warm execution
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return 0
+        try:
+            chunks = []
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+        except OSError:
+            return 0
+        finally:
+            os.close(fd)
+        return len(b"".join(chunks).split())
 
     def usage(self) -> int:
         if self.version == "v2":
-            return int(self._pread(self.dirs[""] / "memory.current", "0") or 0)
-        return int(self._pread(self.dirs["memory"] / "memory.usage_in_bytes", "0") or 0)
+            return int(self._pread(self._f("", "memory.current"), "0") or 0)
+        return int(self._pread(self._f("memory", "memory.usage_in_bytes"), "0") or 0)
 
     def pinned_bytes(self) -> int:
         """anon + shmem (tmpfs) pages of the cgroup: what reclaim cannot take back."""
-        d = self.dirs.get("" if self.version == "v2" else "memory")
-        if d is None:
+        c = "" if self.version == "v2" else "memory"
+        if c not in self.dirs:
             return 0
         keys = ("anon", "shmem") if self.version == "v2" else ("rss", "shmem")
         total = 0
-        for line in self._pread(d / "memory.stat").splitlines():
+        for line in self._pread(self._f(c, "memory.stat")).splitlines():
             k, _, v = line.partition(" ")
             if k in keys:
                 total += int(v)
@@ -235,11 +253,16 @@ class Cgroup:
 
     def peak_memory(self) -> int:
         if self.version == "v2":
-            return int(self._pread(self.dirs[""] / "memory.peak", "0") or 0)
-        return int(self._pread(self.dirs["memory"] / "memory.max_usage_in_bytes", "0") or 0)
+            return int(self._pread(self._f("", "memory.peak"), "0") or 0)
+        return int(self._pread(self._f("memory", "memory.max_usage_in_bytes"), "0") or 0)
 
     def _psi_dir(self) -> Path | None:
         return self.dirs.get("psi") or (self.dirs.get("") if self.version == "v2" else None)
+
+    def _psi_key(self) -> str | None:
+        if "psi" in self.dirs:
+            return "psi"
+        return "" if self.version == "v2" and "" in self.dirs else None
 
     def cpu_wait_seconds(self) -> float | None:
         """Total time this cgroup made no progress for want of a CPU: cpu.pressure 'full' (on
@@ -247,20 +270,20 @@ class Cgroup:
         kernel reports no 'full'; None where it keeps no per-cgroup pressure. A sleeping or
         stopped process is not runnable, and one of its own processes running while its
         siblings wait is progress, so neither adds to this."""
-        d = self._psi_dir()
-        if d is None:
+        c = self._psi_key()
+        if c is None:
             return None
         totals = {}
-        for line in self._pread(d / "cpu.pressure").splitlines():
+        for line in self._pread(self._f(c, "cpu.pressure")).splitlines():
             kind_, _, rest = line.partition(" ")
             if "total=" in rest:
                 totals[kind_] = int(rest.rsplit("total=", 1)[1]) / 1e6
         return totals.get("full", totals.get("some"))
 
     def cpu_seconds(self) -> float | None:
-        d = self._psi_dir()
-        if d is not None:
-            for line in self._pread(d / "cpu.stat").splitlines():
+        c = self._psi_key()
+        if c is not None:
+            for line in self._pread(self._f(c, "cpu.stat")).splitlines():
                 if line.startswith("usage_usec"):
                     return int(line.split()[1]) / 1e6
             if self.version == "v2":

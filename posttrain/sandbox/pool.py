@@ -146,8 +146,12 @@ class SandboxPool:
     async def _admit_and_run(self, cmd, files, data, lim, img, read_files) -> tuple[ExecResult, Verdict | None]:
         """One admitted run: (result, the host's CPU verdict on it when it hit its wall limit)."""
         t0 = time.perf_counter()
+        sem = self._semaphore()
         try:
-            await asyncio.wait_for(self._semaphore().acquire(), self.queue_timeout_s)
+            if sem.locked():  # queue (with a timeout) only when every running place is taken
+                await asyncio.wait_for(sem.acquire(), self.queue_timeout_s)
+            else:
+                await sem.acquire()  # returns at once
         except asyncio.TimeoutError:
             return ExecResult(
                 status="sandbox_error", limits=lim, image_digest=img.digest,

@@ -1,10 +1,11 @@
 """Host side of a warm slot: one zygote interpreter in its own bwrap and cgroup.
 
-The zygote keeps one execution's pid 1 (C2) prepared in fresh namespaces before any
-request exists and hands us one end of a socket to it ({"op": "ready"} + fd on the
-control socket). `exec` sends the request, its files and its stdio pipes (SCM_RIGHTS)
-to that C2 directly (C2 tells the zygote, which prepares the next C2 while this one
-runs) and reads the answer from C2. The zygote reports each reaped C2 ("exited"). The
+The zygote keeps one execution prepared before any request exists -- its pid 1 (C2) in
+fresh namespaces, and the program's process (C3) forked by C2, privileges already
+dropped -- and hands us one end of a socket to C2 ({"op": "ready"} + fd on the control
+socket). `exec` sends the request, its files and its stdio pipes (SCM_RIGHTS) to that C2
+directly (C2 tells the zygote, which prepares the next execution while this one runs;
+C2 hands C3 its argv and stdio) and reads the answer from C2. The zygote reports each reaped C2 ("exited"). The
 next `exec` waits for that report unless the last C2 answered (it has then killed and
 reaped its whole namespace itself) and the slot's unreclaimable memory is already back
 near its baseline: either way the previous execution's pages are gone before the next
@@ -18,7 +19,7 @@ processes have oom_score_adj -1000 and each program raises its own to 1000, so t
 kernel's OOM killer picks the program, never the zygote.
 
 Contamination checks before the next execution: C2 answered in time, the cgroup holds
-only the zygote, the prepared execution and at most the last C2 still exiting, and the
+only the zygote, the prepared execution (C2 and C3) and at most the last C2 still exiting, and the
 slot's unreclaimable memory (anon + shmem) is back near its baseline. Any doubt -> the
 slot is recycled (and the request re-run).
 
@@ -29,11 +30,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import errno
-import json
 import os
-import select
 import socket
-import struct
 import time
 from functools import lru_cache
 from typing import Mapping, Sequence
@@ -42,6 +40,7 @@ import posttrain.sandbox.limits as lim
 from posttrain.sandbox.agent_files import agent_dir
 from posttrain.sandbox.bwrap import bwrap_argv, fixed_env
 from posttrain.sandbox.cgroups import Cgroup
+from posttrain.sandbox.framing import Framed, send_msg
 from posttrain.sandbox.images import Image
 from posttrain.sandbox.launch import launch
 from posttrain.sandbox.result import Outcome, finish
@@ -51,71 +50,14 @@ from posttrain.sandbox.streams import CappedReader, feed
 from posttrain.sandbox.workspace import clean_relpath, diff
 from posttrain.types import ExecLimits, ExecResult
 
-HDR = struct.Struct("!II")
 AGENT_INSIDE = "/opt/posttrain"
 _ZYGOTE_PROCS = 3  # bwrap, bwrap's pid 1, the zygote interpreter
-_PREPARED_PROCS = 1  # a prepared execution: its C2 (pid 1); the program (C3) is forked with the request
+_PREPARED_PROCS = 2  # a prepared execution: its C2 (pid 1) and the program's process (C3), both made before the request
 _SLACK_MB = 24  # page cache and per-execution helpers on top of the program's budget
 _DRIFT_MB = 32  # unreclaimable memory above the baseline after an execution -> recycle the slot
 _OVERLAP_MB = 8  # at most this much above the baseline: the next execution need not wait for the last C2's exit
 _KILL_GRACE_S = 1.0  # C2 enforces wall_s itself; the zygote kills C2 this much later
 WORKSPACE_ENFORCEMENT = "tmpfs size= in the execution's mount namespace (/work, /tmp, /dev/shm share the cap)"
-
-
-async def _readable(loop, sock: socket.socket) -> None:
-    fd = sock.fileno()  # the socket may be closed (fileno -1) by the time we are cancelled
-    if fd < 0:  # closed under us (the slot was recycled): the same answer as a peer that hung up
-        raise EOFError("the sandbox's socket is closed")
-    fut = loop.create_future()
-    loop.add_reader(fd, lambda: fut.done() or fut.set_result(None))
-    try:
-        await fut
-    finally:
-        loop.remove_reader(fd)
-
-
-async def _recv_msg(loop, sock: socket.socket, fds: list[int] | None = None) -> tuple[dict, bytes]:
-    """One message; file descriptors riding on it are appended to `fds` (close-on-exec)."""
-    sock.setblocking(False)
-    head = bytearray()
-    while len(head) < HDR.size:
-        try:
-            data, got, _flags, _addr = socket.recv_fds(sock, HDR.size - len(head), 4, socket.MSG_CMSG_CLOEXEC)
-        except BlockingIOError:
-            await _readable(loop, sock)
-            continue
-        if fds is not None:
-            fds.extend(got)
-        else:
-            for f in got:
-                os.close(f)
-        if not data:
-            raise EOFError("the sandbox closed its socket")
-        head += data
-
-    async def exact(n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = await loop.sock_recv(sock, n - len(buf))
-            if not chunk:
-                raise EOFError("zygote closed its control socket")
-            buf += chunk
-        return bytes(buf)
-
-    jlen, plen = HDR.unpack(head)
-    return json.loads(await exact(jlen)), (await exact(plen) if plen else b"")
-
-
-def _send_msg(sock: socket.socket, obj: dict, payload: bytes = b"", fds: Sequence[int] = ()) -> None:
-    blob = json.dumps(obj).encode()
-    head = HDR.pack(len(blob), len(payload)) + blob
-    sock.setblocking(True)
-    try:
-        socket.send_fds(sock, [head], list(fds)) if fds else sock.sendall(head)
-        if payload:
-            sock.sendall(payload)
-    finally:
-        sock.setblocking(False)
 
 
 _LIVE: "set[Zygote]" = set()  # strong refs: an unclosed pool may be garbage before atexit runs
@@ -149,8 +91,10 @@ class Zygote:
         self._exited: dict[int, int] = {}  # seq -> wait status of C2s the zygote has reaped
         self._ended = False  # the zygote said it exits (fresh mode) or closed its socket
         self._exiting: dict[int, bool] = {}  # seq -> its C2 answered, for executions whose exit is not yet reported
-        self._baseline = 0  # cgroup usage with the zygote idle and one C2 prepared
+        self._baseline = 0  # cgroup usage with the zygote idle and one execution prepared
         self._pinned0 = 0  # its anon + shmem part
+        self._ctrl: Framed | None = None
+        self._enforcement: dict[str, str] = {}
 
     async def start(self, timeout_s: float = 20.0) -> None:
         self.cg = Cgroup.create(1 << 30, 64)
@@ -167,8 +111,9 @@ class Zygote:
         )  # fmt: skip
         theirs.close()
         self.sock = mine
+        self._ctrl = Framed(mine)
         mine.setblocking(False)
-        _send_msg(mine, {"seccomp": program().hex()})
+        send_msg(mine, {"seccomp": program().hex()})
         while not self._ready and not self._ended:
             await self._read_one(timeout_s)
         if not self._ready:
@@ -176,19 +121,11 @@ class Zygote:
         if self.cg is not None:
             self._baseline, self._pinned0 = self.cg.usage(), self.cg.pinned_bytes()
 
-    async def _read_one(self, timeout_s: float) -> None:
-        """Read one zygote message: a prepared C2 ("ready"), a reaped one ("exited"), the end."""
-        assert self.sock is not None
-        fds: list[int] = []
-        loop = asyncio.get_running_loop()
-        try:
-            msg, _ = await asyncio.wait_for(_recv_msg(loop, self.sock, fds), timeout_s)
-        except EOFError:
-            self._ended = self.dead = True
-            raise BrokenPipeError(errno.EPIPE, "the zygote is gone (its control socket is closed)") from None
+    def _handle(self, msg: dict) -> None:
+        assert self._ctrl is not None
         op = msg.get("op")
-        if op == "ready" and fds:
-            self._ready.append((int(msg["seq"]), socket.socket(fileno=fds.pop(0))))
+        if op == "ready" and self._ctrl.fds:  # its fd rode on this message: the oldest unclaimed one
+            self._ready.append((int(msg["seq"]), socket.socket(fileno=self._ctrl.fds.pop(0))))
         elif op == "exited":
             seq = int(msg["seq"])
             self._exited[seq] = int(msg["init"])
@@ -199,8 +136,34 @@ class Zygote:
             self._ended = True
         else:
             raise RuntimeError(f"zygote said {msg!r}")
-        for f in fds:
-            os.close(f)
+        if not self._ctrl.buf:  # no message left to claim them: fds on any other message are not ours to keep
+            self._ctrl.close_fds()
+
+    def _ended_now(self) -> BrokenPipeError:
+        self._ended = self.dead = True
+        return BrokenPipeError(errno.EPIPE, "the zygote is gone (its control socket is closed)")
+
+    def _pump(self) -> None:
+        """Handle every zygote message already sent, without waiting."""
+        if self._ctrl is None or self.sock is None or self.sock.fileno() < 0:
+            return
+        while True:
+            got = self._ctrl.next()
+            if got is not None:
+                self._handle(got[0])
+            elif self._ctrl.eof:
+                raise self._ended_now()
+            elif not self._ctrl.fill():
+                return
+
+    async def _read_one(self, timeout_s: float) -> None:
+        """Read one zygote message: a prepared execution ("ready"), a reaped one ("exited"), the end."""
+        assert self._ctrl is not None
+        try:
+            msg, _ = await self._ctrl.get(asyncio.get_running_loop(), timeout_s)
+        except EOFError:
+            raise self._ended_now() from None
+        self._handle(msg)
 
     async def _settle(self) -> None:
         """Before an execution: the slot is clean and a prepared C2 is at hand.
@@ -211,8 +174,7 @@ class Zygote:
         when the slot's unreclaimable memory is already back near its baseline, so the
         pages still being freed cannot squeeze the next limit. Otherwise (no answer, memory
         still held, or an older exit not yet reported) wait for the exit report first."""
-        while self._ctrl_pending():
-            await self._read_one(5.0)
+        self._pump()
         self._forget_exited()
         while self._exiting and (len(self._exiting) > 1 or not all(self._exiting.values()) or not self._near_baseline()):
             await self._read_one(5.0)
@@ -234,9 +196,6 @@ class Zygote:
         if self.cg.usage() - self._baseline <= _OVERLAP_MB * lim.MB:
             return True
         return self.cg.pinned_bytes() - self._pinned0 <= _OVERLAP_MB * lim.MB
-
-    def _ctrl_pending(self) -> bool:
-        return self.sock is not None and bool(select.select([self.sock], [], [], 0)[0])
 
     def _prepare_cgroup(self, limits: ExecLimits) -> None:
         if self.cg is None:
@@ -275,7 +234,7 @@ class Zygote:
             os.fchmod(fd, 0o666)
         t0 = time.perf_counter()
         try:
-            _send_msg(conn, req, b"".join(blobs), (in_r, out_w, err_w))
+            send_msg(conn, req, b"".join(blobs), (in_r, out_w, err_w))
         except OSError:
             self.dead = True  # the prepared execution is gone (BrokenPipeError): never hand this slot out again
             os.close(in_w), os.close(out_r), os.close(err_r)
@@ -285,14 +244,18 @@ class Zygote:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
         out = Outcome()
-        out.enforcement = lim.enforcement(memory_by_cg, memory_by_cg, self.cg.version if self.cg else "", WORKSPACE_ENFORCEMENT)
-        out.enforcement = {**out.enforcement, "wall_s": "kill pid-namespace (its pid 1's timer) + zygote kill + host backstop"}
+        if not self._enforcement:
+            self._enforcement = {
+                **lim.enforcement(memory_by_cg, memory_by_cg, self.cg.version if self.cg else "", WORKSPACE_ENFORCEMENT),
+                "wall_s": "kill pid-namespace (its pid 1's timer) + zygote kill + host backstop",
+            }
+        out.enforcement = dict(self._enforcement)
 
         def kill(reason: str) -> None:
             if out.killed is None:
                 out.killed = reason
             try:
-                _send_msg(self.sock, {"op": "kill", "seq": seq, "reason": reason})
+                send_msg(self.sock, {"op": "kill", "seq": seq, "reason": reason})
             except OSError:
                 pass
 
@@ -305,8 +268,9 @@ class Zygote:
         loop = asyncio.get_running_loop()
         backstop = loop.call_later(float(limits.wall_s) + _KILL_GRACE_S, kill, "timeout")
         res: dict = {}
+        answer = Framed(conn)
         try:
-            res, _ = await asyncio.wait_for(_recv_msg(loop, conn), float(limits.wall_s) + 5.0)
+            res, _ = await answer.get(loop, float(limits.wall_s) + 5.0)
         except EOFError:
             pass  # C2 was killed (output limit, backstop) or its setup failed: no answer
         except (asyncio.TimeoutError, OSError, ValueError) as e:
@@ -315,9 +279,11 @@ class Zygote:
             return ExecResult(status="sandbox_error", limits=limits, image_digest=self.image.digest, error=f"warm slot failed: {type(e).__name__}: {e}")
         finally:
             backstop.cancel()
+            answer.close_fds()  # an answer carries none
             conn.close()
         try:
-            await asyncio.wait_for(asyncio.gather(so.done, se.done), 2.0)
+            if not (so.done.done() and se.done.done()):  # usually read to their end already
+                await asyncio.wait_for(asyncio.gather(so.done, se.done), 2.0)
         except asyncio.TimeoutError:
             self.dead = True  # something still holds the pipes: recycle
         so.close(), se.close()

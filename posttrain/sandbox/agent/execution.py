@@ -9,32 +9,35 @@ ipc and uts namespaces, and prepares a clean state while it waits:
     loopback up in the new network namespace (no socket or port of an earlier
     execution exists there).
 
-Then C2 reads its request from its own socket (C0 never sees request bodies, so no
-process that forks a program ever held another execution's argv or files), tells C0
-(which prepares the next execution meanwhile), remounts the tmpfs at the request's
-size, writes the files, forks C3, enforces wall time by killing every process of its
-pid namespace, removes SysV shared memory, lists /work, answers on the same socket and
-exits: its namespaces, mounts and tmpfs pages go with it.
+Then C2 forks C3, still before the request: C3 (pid 2) starts a session, drops every
+capability, sets no_new_privs, makes itself the OOM victim, installs the seccomp filter
+and waits on a socket of its own for the request's go. Neither process has seen any
+request yet, so the program's process never held another execution's data.
 
-C3: setsid, rlimits, default signal handling, all capabilities dropped, no_new_privs,
-seccomp, then exec(argv) -- or, for `python3 FILE|-c SRC`, the code runs in-process.
+C2 reads its request from its own socket (C0 never sees request bodies), tells C0 (which
+prepares the next execution meanwhile), remounts the tmpfs at the request's size, writes
+the files and hands C3 the argv, rlimits and stdio. C3 applies them and runs the program
+(exec(argv), or, for `python3 FILE|-c SRC`, the code in-process). C2 enforces wall time
+by killing every process of its pid namespace, removes SysV shared memory, lists /work,
+answers on the same socket and exits: its namespaces, mounts and tmpfs pages go with it.
+The request path does no fork and no privilege drop: both were done ahead.
 Standard library only: never imports posttrain.
 """
 
 import ctypes
-import fcntl
-import io
 import json
+import marshal
 import os
 import resource
 import signal
 import socket
 import struct
 import sys
-import threading
 import time
-import types
 
+import _signal  # the C functions: signal.py's wrappers convert to enums, which costs faults in every fresh child
+
+from inproc import run_python
 from listing import manifest, read_safely, write_files
 
 
@@ -43,13 +46,48 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 
 PYTHON_NAMES = {"python", "python3", f"python3.{sys.version_info.minor}", sys.executable}
 CLONE_NEWNET = 0x40000000
 HDR = struct.Struct("!II")
-STATE = {"seccomp": b""}  # set once by the zygote from the host's hello
-_PREP_SIZE = 1 << 30  # the tmpfs's size until the request names its own (it is empty until then)
+STATE = {"seccomp": b"", "fprog": None, "rprivate": True}  # set once by the zygote (set_seccomp, check_propagation)
+# The tmpfs's size until the request names its own (it is empty until then): the default
+# workspace_mb (ExecLimits), so the usual request needs no remount on its path.
+_PREP_SIZE = 64 << 20
 _NR_INODES = 65536  # inode bombs: kernel memory per inode is not all charged to the cgroup
 
 
 class _Fprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+# Built once in the zygote: a forked child that builds nothing touches (and copies) fewer pages.
+_CAP_HDR = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+_CAP_NONE = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: empty (both words)
+_prctl, _capset, _unshare = libc.prctl, libc.capset, libc.unshare
+_SIGCHLD, _SIGKILL, _SIGINT = int(signal.SIGCHLD), int(signal.SIGKILL), int(signal.SIGINT)
+
+
+def set_seccomp(prog):
+    STATE["seccomp"] = prog
+    STATE["fprog"] = _Fprog(len(prog) // 8, prog)
+
+
+def check_propagation():
+    """Whether each execution must make its copy of the mount tree private. bwrap leaves
+    every mount of the zygote's tree private (no shared:/master: tag), and an execution's
+    mount namespace is a copy, private too: then re-marking it per execution (a walk of
+    every mount) is skipped. Any propagating mount keeps the per-execution MS_PRIVATE."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                optional = line.split(" - ", 1)[0].split()[6:]
+                if any(tag.startswith(("shared:", "master:", "propagate_from:")) for tag in optional):
+                    return
+    except OSError:
+        return
+    STATE["rprivate"] = False
+
+
+# SIOCSIFFLAGS on "lo": UP|LOOPBACK|RUNNING (struct ifreq: name, flags)
+_IFREQ_LO_UP = ctypes.create_string_buffer(struct.pack("16sH22x", b"lo", 0x1 | 0x8 | 0x40), 40)
+_socket_c, _ioctl_c, _close_c = libc.socket, libc.ioctl, libc.close
 
 
 def _check(ret, what):
@@ -76,6 +114,28 @@ def _mount(src, target, fstype, flags, data=None):
 
 
 # ---- framing: !II (json length, payload length), json, payload; fds ride on the header --
+# JSON through the C scanner and encoder directly: json.loads/dumps' Python layers (and the
+# regex they use) cost every freshly forked process page faults, on the request path.
+_SCAN = json.JSONDecoder().scan_once
+
+
+def _unserializable(o):
+    raise TypeError(f"{type(o).__name__} is not JSON serializable")
+
+
+_ENCODE = json.encoder.c_make_encoder and json.encoder.c_make_encoder(
+    None, _unserializable, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True
+)
+
+
+def dumps(obj):
+    return "".join(_ENCODE(obj, 0)).encode() if _ENCODE else json.dumps(obj).encode()
+
+
+def loads(blob):
+    return _SCAN(blob.decode(), 0)[0]
+
+
 def recv_exact(sock, n):
     buf = bytearray()
     while len(buf) < n:
@@ -86,18 +146,23 @@ def recv_exact(sock, n):
     return bytes(buf)
 
 
-def recv_msg(sock):
-    head, fds, _flags, _addr = socket.recv_fds(sock, HDR.size, 8)
+def recv_msg(sock, bufsize=HDR.size):
+    """One message. A `bufsize` over the header's reads ahead: only for a socket that
+    carries this one message (the next message's bytes would be lost)."""
+    head, fds, _flags, _addr = socket.recv_fds(sock, bufsize, 8)
     if not head:
         raise EOFError
     if len(head) < HDR.size:
         head += recv_exact(sock, HDR.size - len(head))
-    jlen, plen = HDR.unpack(head)
-    return json.loads(recv_exact(sock, jlen)), recv_exact(sock, plen) if plen else b"", fds
+    jlen, plen = HDR.unpack_from(head)
+    end = HDR.size + jlen + plen
+    if len(head) < end:
+        head += recv_exact(sock, end - len(head))
+    return loads(head[HDR.size : HDR.size + jlen]), head[HDR.size + jlen : end], fds
 
 
 def send_msg(sock, obj, payload=b"", fds=()):
-    body = json.dumps(obj).encode()
+    body = dumps(obj)
     blob = HDR.pack(len(body), len(payload)) + body + payload
     if fds:
         n = socket.send_fds(sock, [blob], list(fds))
@@ -112,15 +177,17 @@ def prepare(new_net=True):
     # in parallel with the zygote telling the host this execution is ready). Fresh mode's
     # bwrap already made one for this execution alone (new_net False).
     if new_net:
-        _check(libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        _check(_unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+    if STATE["rprivate"]:
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount(b"proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _mount(b"devpts", "/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC, b"newinstance,ptmxmode=0666,mode=620")
     # /tmp is only the place to mount the shared tmpfs; its root is then covered by /tmp/tmp.
     _mount(b"tmpfs", "/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, f"size={_PREP_SIZE},nr_inodes={_NR_INODES},mode=0755".encode())
-    for name, mode in (("work", 0o755), ("shm", 0o1777), ("tmp", 0o1777)):
-        os.mkdir(f"/tmp/{name}")
-        os.chmod(f"/tmp/{name}", mode)
+    umask = os.umask(0)
+    for path, mode in (("/tmp/work", 0o755), ("/tmp/shm", 0o1777), ("/tmp/tmp", 0o1777)):
+        os.mkdir(path, mode)
+    os.umask(umask)
     _mount(b"/tmp/work", "/work", None, MS_BIND)
     _mount(b"/tmp/shm", "/dev/shm", None, MS_BIND)
     _mount(b"/tmp/tmp", "/tmp", None, MS_BIND)
@@ -129,15 +196,20 @@ def prepare(new_net=True):
 
 
 def loopback_up():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    fd = _socket_c(socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, 0)
+    if fd < 0:
+        _check(-1, "socket(AF_INET)")
     try:
-        fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", 0x1 | 0x8 | 0x40))  # SIOCSIFFLAGS: UP|LOOPBACK|RUNNING
+        _check(_ioctl_c(fd, 0x8914, _IFREQ_LO_UP), "SIOCSIFFLAGS lo")  # raw: no socket object, no struct per call
     finally:
-        s.close()
+        _close_c(fd)
 
 
 def resize(nbytes):
-    _mount(None, "/work", None, MS_REMOUNT | MS_NOSUID | MS_NODEV, f"size={max(nbytes, 4096)}".encode())
+    """The tmpfs (still empty) at the request's workspace size."""
+    nbytes = max(nbytes, 4096)
+    if nbytes != _PREP_SIZE:
+        _mount(None, "/work", None, MS_REMOUNT | MS_NOSUID | MS_NODEV, f"size={nbytes}".encode())
 
 
 # ---- C2 with its request ----------------------------------------------------------------
@@ -150,11 +222,16 @@ def drop_sysv_shm():
     we exit, asynchronously: remove it now (nothing is attached any more), so its pages
     are uncharged before we answer and cannot squeeze the next execution's limit."""
     try:
-        with open("/proc/sysvipc/shm") as f:
-            rows = f.read().splitlines()[1:]
+        fd = os.open("/proc/sysvipc/shm", os.O_RDONLY)
     except OSError:
         return
-    for row in rows:
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    for row in b"".join(chunks).splitlines()[1:]:
         fields = row.split()
         if len(fields) > 1 and fields[1].isdigit():
             libc.shmctl(int(fields[1]), 0, None)  # IPC_RMID
@@ -180,10 +257,10 @@ def supervise(pid3, wall_s):
         if left <= 0:
             killed = "timeout"
             break
-        signal.sigtimedwait([signal.SIGCHLD], left)
+        _signal.sigtimedwait((_SIGCHLD,), left)
     while True:  # pid 1 signals everything else in its namespace; repeat until none is left
         try:
-            os.kill(-1, signal.SIGKILL)
+            os.kill(-1, _SIGKILL)
         except ProcessLookupError:
             pass
         try:
@@ -197,8 +274,18 @@ def supervise(pid3, wall_s):
 
 def child2(sock, taken_fd, new_net=True):
     prepare(new_net)
+    _prctl(4, 0, 0, 0, 0)  # non-dumpable: the program cannot open /proc/1/mem etc.
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, (_SIGCHLD,))  # before the fork: no lost wake-up
+    go, go3 = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid3 = until_a_pid_is_free(os.fork)
+    if pid3 == 0:  # C3, prepared before any request exists: it never holds C2's socket
+        sock.close()
+        go.close()
+        os.close(taken_fd)
+        child3(go3)
+    go3.close()
     try:
-        req, payload, stdio = recv_msg(sock)
+        req, payload, stdio = recv_msg(sock, 1 << 16)  # the host sends this socket one request
     except EOFError:
         os._exit(0)  # the slot closed before using this prepared execution
     try:
@@ -209,12 +296,12 @@ def child2(sock, taken_fd, new_net=True):
     resize(req["ws_bytes"])
     write_files(req, payload)
     before = manifest() if req["files"] else {}
-    libc.prctl(4, 0, 0, 0, 0)  # non-dumpable: the program cannot open /proc/1/mem etc.
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])  # before the fork: no lost wake-up
-    pid3 = until_a_pid_is_free(os.fork)
-    if pid3 == 0:
-        sock.close()
-        child3(req, stdio)
+    go_blob = marshal.dumps((req["argv"], req["rlimits"]))
+    go_blob = HDR.pack(len(go_blob), 0) + go_blob
+    n = socket.send_fds(go, [go_blob], stdio)  # C3 runs the program now
+    if n < len(go_blob):
+        go.sendall(go_blob[n:])
+    go.close()
     for fd in stdio:
         os.close(fd)
     status, killed = supervise(pid3, req["wall_s"])
@@ -233,112 +320,59 @@ def child2(sock, taken_fd, new_net=True):
 
 
 # ---- C3: the program ------------------------------------------------------------------
-def drop_privileges(req):
-    for name, val in req["rlimits"].items():
-        resource.setrlimit(getattr(resource, name), (val, val))
-    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
-    hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)
-    data = (ctypes.c_uint32 * 6)()
-    _check(libc.capset(hdr, data), "capset")
-    _check(libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
-    libc.prctl(4, 1, 0, 0, 0)  # dumpable again, so /proc/self is ours (caps are gone now)
+def drop_privileges():
+    """Before the request: nothing of the program's own is needed for any of this."""
+    _prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    _check(_capset(_CAP_HDR, _CAP_NONE), "capset")
+    _check(_prctl(38, 1, 0, 0, 0), "no_new_privs")
+    _prctl(4, 1, 0, 0, 0)  # dumpable again, so /proc/self is ours (caps are gone now)
     try:  # only once dumpable: before that /proc/self/* belongs to root and the write is refused
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")  # the program, not the zygote, is the OOM victim
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        try:
+            os.write(fd, b"1000")  # the program, not the zygote, is the OOM victim
+        finally:
+            os.close(fd)
     except OSError:
         pass
-    seccomp = STATE["seccomp"]
-    prog = _Fprog(len(seccomp) // 8, seccomp)
-    _check(libc.prctl(22, 2, ctypes.byref(prog), 0, 0), "seccomp")
+    _check(_prctl(22, 2, ctypes.byref(STATE["fprog"]), 0, 0), "seccomp")
 
 
-def child3(req, stdio):
+def child3(go):
+    """C3: made ready before its request (session, cwd, no capability, seccomp), then
+    waits for C2's go: the argv, rlimits and stdio of the request."""
     os.setsid()
-    for i, fd in enumerate(stdio):
-        os.dup2(fd, i)
-    os.closerange(3, 1 << 16)
     os.chdir("/work")
     os.umask(0o022)
-    argv = req["argv"]
-    inproc = is_inproc(argv)
-    if inproc:  # Python's own start-up state: KeyboardInterrupt on SIGINT
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    else:  # an exec'd program gets the signal state of a fresh process, not Python's
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
-    drop_privileges(req)
-    if inproc:
+    fd = go.detach()
+    if fd != 3:
+        os.dup2(fd, 3)
+        os.close(fd)
+    os.closerange(4, 1 << 16)  # every fd inherited from C2 and the zygote
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
+    drop_privileges()
+    go = socket.socket(fileno=3)
+    head, stdio, _flags, _addr = socket.recv_fds(go, 4096, 3)
+    if not head:
+        os._exit(0)  # the slot closed before using this prepared execution
+    if len(head) < HDR.size:
+        head += recv_exact(go, HDR.size - len(head))
+    size = HDR.unpack_from(head)[0] + HDR.size
+    if len(head) < size:
+        head += recv_exact(go, size - len(head))
+    argv, rlimits = marshal.loads(head[HDR.size :])
+    for i, fd in enumerate(stdio):
+        os.dup2(fd, i)
+    go.close()
+    os.closerange(3, 1 << 16)
+    for name, val in rlimits.items():
+        resource.setrlimit(getattr(resource, name), (val, val))
+    if is_inproc(argv):  # Python's own start-up state: KeyboardInterrupt on SIGINT
+        _signal.signal(_SIGINT, _signal.default_int_handler)
         run_python(argv[1:])
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # an exec'd program gets the signal state of a fresh process
+        _signal.signal(sig, _signal.SIG_DFL)
     try:
         os.execvp(argv[0], argv)
     except OSError as e:
         os.write(2, f"posttrain-sandbox: execvp {argv[0]}: {e.strerror}\n".encode())
         os._exit(127)
-
-
-def run_python(args):
-    """Behave like `python3 args…` started fresh, without starting an interpreter."""
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True)
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
-    if "random" in sys.modules:  # imported before the fork: its state is the zygote's, reseed it
-        sys.modules["random"].seed()
-    if args[0] == "-c":
-        src, filename, sys.argv = args[1], "<string>", ["-c", *args[2:]]
-        sys.path[0] = ""
-    else:
-        filename, sys.argv = os.path.abspath(args[0]), list(args)
-        sys.path[0] = os.path.dirname(filename)
-        try:
-            with open(filename, "rb") as f:
-                src = f.read()
-        except OSError as e:
-            print(f"{sys.executable}: can't open file {filename!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
-            finish(2)
-    if filename.endswith(".pyc") and isinstance(src, bytes):  # as CPython runs `python3 x.pyc`
-        import _frozen_importlib_external
-        import marshal
-
-        if src[:4] != _frozen_importlib_external.MAGIC_NUMBER:
-            print("RuntimeError: Bad magic number in .pyc file", file=sys.stderr)
-            finish(1)
-        try:
-            src = marshal.loads(src[16:])
-        except (EOFError, ValueError, TypeError):
-            print("RuntimeError: Bad code object in .pyc file", file=sys.stderr)
-            finish(1)
-    elif isinstance(src, bytes) and b"\0" in src:
-        os.execv(sys.executable, [sys.executable, *args])  # the file tokenizer's exact error message
-    main = types.ModuleType("__main__")
-    main.__file__, main.__builtins__ = filename, __builtins__
-    sys.modules["__main__"] = main
-    code = 0
-    try:
-        exec(src if isinstance(src, types.CodeType) else compile(src, filename, "exec"), main.__dict__)
-    except SystemExit as e:
-        code = e.code
-    except BaseException as e:  # noqa: BLE001 - report exactly as the interpreter would
-        tb = e.__traceback__.tb_next if e.__traceback__ else None  # hide this frame
-        sys.excepthook(type(e), e.with_traceback(tb), tb)
-        code = 1
-    finish(code)
-
-
-def finish(code):
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):
-        print(code, file=sys.stderr)
-        code = 1
-    try:
-        threading._shutdown()
-        import atexit
-
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:  # noqa: BLE001
-        code = code or 120
-    os._exit(code & 0xFF)

@@ -6,15 +6,20 @@ nothing on the host). It never reads a request:
 
     C0 --clone(new mount, pid, ipc, uts namespaces; C2 adds a net one)--> C2, before any request exists
        C0 sends the host one end of a fresh socketpair: {"op": "ready", "seq": k} + fd
+       C2 prepares its clean state and forks the program's process C3, which drops its
+       privileges and waits for C2's go -- all still before any request exists
     host --request, files, stdio fds--> C2 directly (see execution.py for C2 and C3);
        C2 writes one byte to its "taken" pipe, and C0 clones C2 k+1 at once (the next "ready")
+       C2 writes the files and hands C3 the argv, rlimits and stdio: no fork on the request path
     C2 answers the host on that socket and exits -> its namespaces, mounts, tmpfs, sockets go
     C0 reaps it: {"op": "exited", "seq": k, "init": wait status}
 
-So the process every program is forked from (C2) holds no earlier execution's data: C0's
-heap only ever saw the host's hello and kill requests. The next execution's clean state
-(namespaces, mounts, loopback) is built while the previous one runs. Host kill requests ({"op": "kill", "seq": k}) are enforced by killing C2, the
-namespace's pid 1, which takes every process in it along.
+So the processes every program runs in (C3, forked from C2) hold no earlier execution's
+data: C0's heap only ever saw the host's hello and kill requests, and C2 and C3 exist
+before their request does. The next execution's clean state (namespaces, mounts,
+loopback, the program's process) is built while the previous one runs. Host kill
+requests ({"op": "kill", "seq": k}) are enforced by killing C2, the namespace's pid 1,
+which takes every process in it along.
 
 `--once` (fresh mode): one execution, then "exited" and {"op": "exit"}, and exit.
 Standard library only: never imports posttrain.
@@ -27,7 +32,9 @@ import signal
 import socket
 import sys
 
+import _signal
 import execution
+import inproc
 from execution import libc, recv_msg, send_msg
 
 NS_CLONE = 0x20000 | 0x04000000 | 0x08000000 | 0x20000000  # NEWNS|NEWUTS|NEWIPC|NEWPID (C2 unshares NEWNET itself)
@@ -67,7 +74,7 @@ def prefork(ctrl_fd, flags):
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the zygote
         # pid 1 gets only the signals it handles from inside its namespace: handle none, so
         # the program cannot interrupt it (Python's own SIGINT handler would let it).
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        _signal.signal(signal.SIGINT, _signal.SIG_DFL)
         try:
             execution.child2(mine, taken_w, new_net=bool(flags & NEW_NET_IN_C2))
         except BaseException as e:  # noqa: BLE001 - the host sees EOF and this line in the zygote log
@@ -147,7 +154,9 @@ def main():
     once = "--once" in sys.argv[2:]
     ctrl = socket.socket(fileno=int(sys.argv[1]))
     hello, _payload, _fds = recv_msg(ctrl)
-    execution.STATE["seccomp"] = bytes.fromhex(hello["seccomp"])
+    execution.set_seccomp(bytes.fromhex(hello["seccomp"]))
+    inproc.make_stdio()
+    execution.check_propagation()
     if not once:  # preloaded for snippets; a one-shot sandbox would only pay their import
         import atexit, bisect, collections, dataclasses, fractions, functools, heapq  # noqa: E401,F401
         import itertools, math, operator, random, re, string, traceback, typing  # noqa: E401,F401

@@ -172,6 +172,27 @@ def test_an_in_process_execution_cannot_read_earlier_argv_or_files_from_its_heap
     assert (r.status, r.stdout) == ("ok", "hits []\n"), r
 
 
+def test_in_process_stdio_is_pristine_in_every_execution(seq):
+    """An in-process program's sys.stdin/stdout/stderr are copies of objects the zygote
+    built once, before any request: unflushed output, a reconfigure, a patched method or a
+    close in one execution never reaches the next, and they behave as a fresh
+    interpreter's own over pipes."""
+    attack = (
+        "import sys, os\nsys.stdout.write('LEAK-OUT')\nsys.stdout.reconfigure(encoding='ascii', line_buffering=True)\n"
+        "sys.stderr.reconfigure(line_buffering=False)\nsys.stderr.write('LEAK-ERR')\nsys.stdout.write = len\n"
+        "sys.stdin.close()\nos._exit(0)"
+    )
+    a = seq(["python3", "-c", attack])
+    assert (a.status, a.stdout) == ("ok", "LEAK-OUT"), a  # reconfigure flushed it, as in a real interpreter
+    victim = (
+        "import sys\nprint(sys.stdin.read(), sys.stdin.closed, sys.stdin.seekable(), sys.stdout.seekable(), sys.stdout.encoding,"
+        " sys.stdout.line_buffering, sys.stderr.line_buffering, sys.stdout is sys.__stdout__)\nprint('é', file=sys.stderr)"
+    )
+    for _ in range(2):
+        b = seq(["python3", "-c", victim], stdin="in")
+        assert (b.status, b.stdout, b.stderr) == ("ok", "in False False False utf-8 False True True\n", "é\n"), b
+
+
 def test_sysv_ipc_processes_umask_and_rlimits_do_not_survive(seq):
     a = sh(seq, "ipcmk -M 4096 >/dev/null && ipcmk -Q >/dev/null && echo ipc; (setsid sleep 300 &) ; nohup sleep 301 >/dev/null 2>&1 & umask 000; ulimit -n 8; echo set")
     assert a.status == "ok" and a.stdout == "ipc\nset\n", a
