@@ -69,13 +69,19 @@ def test_send_to_a_dead_zygote_marks_the_slot_dead_and_reruns_the_request(pool, 
 
 
 def test_slot_killed_mid_execution_costs_one_retry_not_a_sandbox_error(pool, runner):
+    from posttrain.sandbox.zygote import _PREPARED_PROCS, _ZYGOTE_PROCS
+
     z = idle_slots(pool)[-1]  # the idle list is a stack: this slot serves the request
-    base = z.cg.count_procs()
+    base = _ZYGOTE_PROCS + _PREPARED_PROCS  # the slot with its next execution (C2 and C3) fully prepared
 
     async def scenario():
+        for _ in range(6000):  # C2 forks C3 after "ready": counting earlier, a busy host let the next
+            if z.cg.count_procs() >= base:  # step see C3 appear and kill the slot before any request
+                break
+            await asyncio.sleep(0.005)
         task = asyncio.ensure_future(pool.exec(["python3", "-c", "import time; time.sleep(1); print('done')"],
                                                limits=ExecLimits(wall_s=30)))
-        while z.cg.count_procs() <= base and not task.done():  # until the program's own process exists
+        while z.cg.count_procs() <= base and not task.done():  # the request was taken: the next C2 is cloned
             await asyncio.sleep(0.005)
         z.cg.kill_all()  # zygote, its execution's pid 1 and the program, all at once
         return await task
