@@ -123,7 +123,7 @@ def hf_nocache_step(model, batch: int):
 
 
 def fast_step(model, batch: int, context: int):
-    from posttrain.rollout.fast.model import FastLM
+    from posttrain.rollout.engines.fast.model import FastLM
 
     lm = FastLM.from_hf(model, max_len=context + 8)
     lanes = lm.new_lanes(batch, context + 8)
@@ -151,7 +151,7 @@ def main() -> None:
     print(f"# read {rates['read_gbs']:.1f} GB/s, copy {rates['copy_gbs']:.1f} GB/s (read+write), "
           f"matmul {rates['matmul_gflops']:.0f} GFLOP/s")
     model, what = load_model(a.model_dir)
-    from posttrain.rollout.fast import cpu_kernels
+    from posttrain.rollout.engines.fast import cpu_kernels
 
     print(f"# {what}, context {a.context}, fast C kernels: {cpu_kernels.available()}")
     print("| B | weight MB | KV MB | bytes floor ms | FLOP floor ms | floor ms | hf forward (cache) ms | "

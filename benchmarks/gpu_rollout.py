@@ -84,7 +84,7 @@ def run_hf(model, ids, new: int, device: str, static: bool) -> float:
 
 def run_fast(model, tok, ids, new: int, device: str, graphs: bool):
     from posttrain.rollout.engine import GenRequest, SamplingParams
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
 
     eng = FastEngine(model, tok, max_batch=ids.shape[0], device=device, cuda_graphs=graphs, ignore_eos=True,
                      cache_outputs=False)

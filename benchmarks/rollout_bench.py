@@ -6,7 +6,7 @@
 Everything runs in one process on the tiny default model (build_tiny, fp32), engines
 interleaved per repeat, medians reported. The compute floor is measured in the same run:
 the model's own HF forward over a batch of single tokens, no cache, no sampling. `fast`
-is also run without its C kernels (rollout/fast/cpu_kernels.py) to show what they add.
+is also run without its C kernels (rollout/engines/fast/cpu_kernels.py) to show what they add.
 
 Regimes (GRPO-shaped: P prompts x group 8, prompts of 16-48 tokens, 64 new tokens,
 temperature 1):
@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from posttrain.config import TinyModelConfig  # noqa: E402
 from posttrain.models.tiny import build_tiny  # noqa: E402
 from posttrain.rollout.engine import GenRequest, SamplingParams  # noqa: E402
-from posttrain.rollout.fast.engine import FastEngine  # noqa: E402
+from posttrain.rollout.engines.fast.engine import FastEngine  # noqa: E402
 from posttrain.rollout.engines.hf import HFEngine  # noqa: E402
 
 ALPHA = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -120,7 +120,7 @@ def regime(model, tok, name: str, prompts: int, repeats: int) -> dict:
 
 def without_kernels(fn):
     """Run fn with sampling on the tensor path too (the engine's attention is switched per engine)."""
-    from posttrain.rollout.fast.sampling import tensor_path
+    from posttrain.rollout.engines.fast.sampling import tensor_path
 
     with tensor_path():
         return fn()

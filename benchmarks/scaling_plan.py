@@ -17,7 +17,7 @@ step of --tokens tokens (sequences of 4,096):
   step time   = max(compute, FSDP time) + TP time + EP time; compute = 6 * active params * tokens
                 / (GPUs * peak * --mfu); FSDP overlaps with compute (prefetch), TP and EP sit on the
                 critical path; bandwidth: NVLink within a node, InfiniBand across.
-The FSDP and TP terms are those of posttrain/train/sharded/accounting.py (measured within
+The FSDP and TP terms are those of posttrain/parallel/accounting.py (measured within
 10% on CPU); the EP term and the bandwidths are assumptions, not measured here.
 """
 

@@ -58,8 +58,8 @@ def main() -> None:
     import torch.distributed as dist
     from transformers import AutoModelForCausalLM
 
-    from posttrain.train.sharded.mesh import build_mesh
-    from posttrain.train.sharded.wrap import ShardOptions, shard_in_place
+    from posttrain.parallel.mesh import build_mesh
+    from posttrain.parallel.wrap import ShardOptions, shard_in_place
 
     if not torch.cuda.is_available():
         raise SystemExit("sharded_gpu_mfu: needs a CUDA GPU")

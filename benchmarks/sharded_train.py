@@ -1,6 +1,6 @@
 """Sharded training overhead on this machine: step time and memory per rank at world size 1, 2
 and 4 (FSDP2, and dp x tp = 2 x 2) at the same global batch, and bytes communicated per step
-measured against the FSDP + TP model's prediction (posttrain/train/sharded/accounting.py).
+measured against the FSDP + TP model's prediction (posttrain/parallel/accounting.py).
 
     .venv/bin/python benchmarks/sharded_train.py [--steps 4] [--batch 16] [--hidden 128] [--layers 2]
 
@@ -74,13 +74,13 @@ def plain(args) -> dict:
 def rank_job(out: str, tp: int, args) -> int:
     """One rank of a sharded configuration (run by launch.run_ranks)."""
     from posttrain.config import TrainerConfig
-    from posttrain.train.sharded.mesh import init_group
+    from posttrain.parallel.mesh import init_group
 
     init_group(120)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if rank > 0:
         import posttrain.train.sharded.session  # noqa: F401
-        from posttrain.train.sharded.group import follow
+        from posttrain.parallel.group import follow
 
         return follow(rank, world, 120)
     from posttrain.train.sharded.loops import train_encoded_sharded
@@ -128,7 +128,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     if args.rank_job:
         sys.exit(rank_job(args.rank_job[0], int(args.rank_job[1]), args))
-    from posttrain.train.sharded.launch import run_ranks
+    from posttrain.parallel.launch import run_ranks
 
     results = [plain(args)]
     base = [a for a in sys.argv[1:]]

@@ -3,7 +3,7 @@
 Under a multi-process launch (WORLD_SIZE > 1) every rank joins the process group first,
 with a timeout on every collective (POSTTRAIN_TIMEOUT_S, set by `trainer.world_size=N`;
 300 s under a bare torchrun). Rank 0 then runs the command as usual; the other ranks only
-take part in the training steps (posttrain/train/sharded/group.py) and write nothing.
+take part in the training steps (posttrain/parallel/group.py) and write nothing.
 """
 
 import os
@@ -12,7 +12,7 @@ import sys
 
 def _run() -> None:
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        from posttrain.train.sharded.mesh import init_group
+        from posttrain.parallel.mesh import init_group
 
         timeout_s = float(os.environ.get("POSTTRAIN_TIMEOUT_S", "300"))
         init_group(timeout_s)
@@ -20,14 +20,14 @@ def _run() -> None:
         if rank > 0:
             import posttrain.train.sharded.session  # noqa: F401  (registers the setup/state handlers)
             import posttrain.train.sharded.steps  # noqa: F401
-            import posttrain.train.sharded.dcp  # noqa: F401
+            import posttrain.parallel.dcp  # noqa: F401
             import posttrain.train.sharded.sync  # noqa: F401
-            from posttrain.train.sharded.group import follow
+            from posttrain.parallel.group import follow
 
             sys.exit(follow(rank, int(os.environ["WORLD_SIZE"]), timeout_s))
         import atexit
 
-        from posttrain.train.sharded.session import release_followers
+        from posttrain.parallel.group import release_followers
 
         atexit.register(release_followers, timeout_s)
     from posttrain.cli.main import main

@@ -10,7 +10,8 @@ model?" It imports the registries' modules (torch among them) but builds nothing
 costs about a second, not a training phase.
 
 Keyword arguments (`engine.args`, `tasks.domains.X.args`) are checked by name against the
-factory's signature, so a typo fails here and not after the run directory is written.
+factory's signature (`registry.check_kwargs`), so a typo fails here and not after the run
+directory is written.
 Does not check: their values (the component checks them when built), ids that a domain's
 generated tasks share with a task file (`make_splits` does), or a model's weights (only
 its config.json and tokenizer files).
@@ -18,14 +19,13 @@ its config.json and tokenizer files).
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from posttrain.config import RunConfig
 from posttrain.errors import ConfigError
-from posttrain.registry import registry
+from posttrain.registry import check_kwargs, registry
 from posttrain.types import Task
 
 # Group-relative advantage estimators: a group of one sample has no baseline.
@@ -48,21 +48,6 @@ def _known(kind: str, name: str, key: str) -> None:
         reg.get(name)
     except ConfigError:
         raise ConfigError(f"{key}={name!r} is not a registered {kind}; known: {', '.join(reg.names()) or 'none'}") from None
-
-
-def check_kwargs(factory: Any, args: dict[str, Any], key: str, what: str, reserved: tuple[str, ...] = ()) -> None:
-    """Every key of `args` is a keyword `factory` accepts; `reserved` ones the caller passes itself."""
-    try:
-        params = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):  # a builtin without a signature: nothing to check by name
-        return
-    named = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in reserved]
-    takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
-    for k in args:
-        if k in reserved:
-            raise ConfigError(f"{key}.{k}: {what} gets {k!r} from the run itself; remove it from {key}")
-        if k not in named and not takes_any:
-            raise ConfigError(f"{key}.{k}: {what} takes no argument {k!r}; it takes: {', '.join(named) or 'none'}")
 
 
 def _check_rl(cfg: RunConfig) -> None:
@@ -183,7 +168,7 @@ def check_sharded(cfg: RunConfig) -> None:
     if bad:
         raise ConfigError(f"trainer.world_size={world}: {', '.join(bad)} is not supported by the sharded trainer yet; "
                           f"unset it or run with trainer.world_size=1")
-    if t.tp > 1:  # the TP plan (train/sharded/plan.py) splits heads, kv heads and the MLP width
+    if t.tp > 1:  # the TP plan (parallel/plan.py) splits heads, kv heads and the MLP width
         dims = cfg.model.tiny.model_dump() if cfg.model.path is None else \
             json.loads((Path(cfg.model.path) / "config.json").read_text())
         for key in ("num_attention_heads", "num_key_value_heads", "intermediate_size"):

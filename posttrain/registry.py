@@ -9,11 +9,16 @@ Registration is explicit (a decorator at definition time); nothing is discovered
 `__subclasses__` or signature sniffing. Built-in implementations register when their
 module is imported; `_BUILTIN_MODULES` names those modules so that a lookup of an
 unknown name can import them lazily before giving up.
+
+A registered factory's signature is the one truth about which keyword arguments it takes:
+`check_kwargs` names an unknown key (from a config's `args`) before anything is built, and
+`takes` lets a caller pass an optional keyword only to the factories that have it.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any, Callable, Generic, TypeVar
 
 from posttrain.errors import ConfigError
@@ -33,13 +38,15 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "offpolicy": ("posttrain.train.offpolicy",),
     "sched_policy": ("posttrain.schedule",),
     "tool": ("posttrain.rollout.agent.tools",),
-    "speculator": ("posttrain.rollout.fast.speculative",),
+    "speculator": ("posttrain.rollout.engines.fast.speculative",),
     "longctx_reader": ("posttrain.longctx.reader",),
     "detector": ("posttrain.eval.detectors",),
     "tracker": ("posttrain.store.trackers",),
     "sharded_trainer": ("posttrain.train.sharded.loops",),  # sft/dpo phases at world size N (rank 0)
+    "recipe": tuple(f"posttrain.recipes.{m}" for m in ("quickstart", "vision", "agent", "sft", "dpo")),  # pipeline.py
+    "agent_proxy": ("posttrain.serve.proxy_host",),  # rollout/agent/external.py; serve sits above rollout
     "rl_loop": ("posttrain.train.async_rl.loop",),  # rl.max_staleness > 0; looked up by name: async_rl imports rl
-    "launcher": ("posttrain.train.sharded.launch", "posttrain.distributed.trainer_group"),  # trainer.launcher=ray: ranks 1..N-1 on the cluster
+    "launcher": ("posttrain.parallel.launch", "posttrain.distributed.trainer_group"),  # trainer.launcher=ray: ranks 1..N-1 on the cluster
 }
 
 
@@ -78,6 +85,36 @@ class Registry(Generic[T]):
 
 
 _REGISTRIES: dict[str, Registry[Any]] = {}
+
+
+def _keywords(factory: Any) -> tuple[list[str], bool] | None:
+    """(the keyword names `factory` takes, whether it takes **kwargs); None without a signature."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check by name
+        return None
+    named = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return named, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+def check_kwargs(factory: Any, args: dict[str, Any], key: str, what: str, reserved: tuple[str, ...] = ()) -> None:
+    """Every key of `args` is a keyword `factory` accepts; `reserved` ones the caller passes itself.
+    A one-line ConfigError names the first bad key as `key.name`, with what `factory` takes."""
+    sig = _keywords(factory)
+    if sig is None:
+        return
+    named, takes_any = [n for n in sig[0] if n not in reserved], sig[1]
+    for k in args:
+        if k in reserved:
+            raise ConfigError(f"{key}.{k}: {what} gets {k!r} from the run itself; remove it from {key}")
+        if k not in named and not takes_any:
+            raise ConfigError(f"{key}.{k}: {what} takes no argument {k!r}; it takes: {', '.join(named) or 'none'}")
+
+
+def takes(factory: Any, name: str) -> bool:
+    """Whether `factory` accepts the keyword `name` (a factory without a signature: assumed so)."""
+    sig = _keywords(factory)
+    return sig is None or name in sig[0] or sig[1]
 
 
 def registry(kind: str) -> Registry[Any]:

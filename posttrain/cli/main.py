@@ -45,7 +45,7 @@ _register_commands()
 
 
 def main() -> None:
-    from posttrain.train.sharded.launch import maybe_spawn
+    from posttrain.parallel.launch import maybe_spawn
 
     maybe_spawn(sys.argv[1:])  # trainer.world_size=N: this command re-run as N ranks (no torch import)
     try:

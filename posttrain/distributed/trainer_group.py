@@ -40,12 +40,12 @@ class RankActor:
         os.environ.update({"RANK": str(rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": "1",
                            "MASTER_ADDR": addr, "MASTER_PORT": str(port), "POSTTRAIN_TIMEOUT_S": str(timeout_s)})
         torch.set_num_threads(threads)
-        import posttrain.train.sharded.dcp  # noqa: F401  (the handlers every rank runs)
+        import posttrain.parallel.dcp  # noqa: F401  (the handlers every rank runs)
         import posttrain.train.sharded.session  # noqa: F401
         import posttrain.train.sharded.steps  # noqa: F401
         import posttrain.train.sharded.sync  # noqa: F401
-        from posttrain.train.sharded.group import follow
-        from posttrain.train.sharded.mesh import init_group
+        from posttrain.parallel.group import follow
+        from posttrain.parallel.mesh import init_group
 
         init_group(timeout_s)
         return follow(rank, world, timeout_s)

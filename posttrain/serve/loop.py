@@ -22,7 +22,7 @@ one weights version, the one it reports.
 
 Limits: text only (no image prompts); it holds the engine's lock while it has work, so a
 direct `engine.generate` from another thread waits until the server is idle. It uses the
-engine's private scheduling methods: it is tied to `posttrain.rollout.fast.engine.FastEngine`.
+engine's private scheduling methods: it is tied to `posttrain.rollout.engines.fast.engine.FastEngine`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from posttrain.rollout.engine import Completion, GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import _Waiting
+from posttrain.rollout.engines.fast.engine import _Waiting
 
 Sink = Callable[[tuple], None]
 

@@ -74,7 +74,7 @@ def resolve_model(model: str) -> tuple[Any, Any, str]:
 
 def load_engine(model: str, max_batch: int = 32, max_len: int | None = 2048, speculative: str | None = None,
                 draft_model: str | None = None, **engine_args: Any) -> tuple[Any, Any, str]:
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
 
     check_speculative(speculative, draft_model)
     m, tok, name = resolve_model(model)
@@ -94,8 +94,9 @@ class BackgroundServer:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
         self.host, self.port = host, self.sock.getsockname()[1]
+        # proxy_headers off: X-Forwarded-* mean nothing on loopback, and the middleware is one more layer a call
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                                    timeout_keep_alive=30))
+                                                    timeout_keep_alive=30, proxy_headers=False))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                        name="posttrain-uvicorn")
 

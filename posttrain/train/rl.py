@@ -123,8 +123,8 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
             from posttrain.train.sharded import rl_hooks
 
             rl_hooks.restore(st, ckpt, ts)
-        elif "dcp" in ts:  # written by N ranks, resumed by one (train/sharded/dcp.py)
-            from posttrain.train.sharded.dcp import load_into_plain
+        elif "dcp" in ts:  # written by N ranks, resumed by one (parallel/dcp.py)
+            from posttrain.parallel.dcp import load_into_plain
 
             load_into_plain(st.model, st.opt, ckpt.parent / ts["dcp"], ts["lr_scheduler"].get("_last_lr"))
         else:
@@ -211,9 +211,11 @@ async def rl_step(st: RLState) -> dict[str, float]:
 
 
 def learn_from(st: RLState, trajs: list[Trajectory], t0: float, t_gen: float, t_ver: float,
-               sync: Callable[[RLState], float] = sync_weights, correction: Any = None) -> dict[str, float]:
+               sync: Callable[[RLState], float] = sync_weights, correction: Any = None,
+               lr_scale: float = 1.0) -> dict[str, float]:
     """Everything after the rollout: observe, filter, advantages, update, sync, store; the metrics row.
-    The asynchronous loop passes its own `sync` (publish a version) and off-policy `correction`."""
+    The asynchronous loop passes its own `sync` (publish a version), off-policy `correction` and
+    `lr_scale` (this update's lr multiplier, from the samples' staleness)."""
     cfg = st.cfg.rl
     if st.infra_guard is not None:
         st.infra_guard.observe(trajs)  # rl.infra_error: warn loudly or stop, never carry on silently
@@ -232,9 +234,12 @@ def learn_from(st: RLState, trajs: list[Trajectory], t0: float, t_gen: float, t_
 
             stats = rl_hooks.update(st, [flat[i] for i in learn], adv[learn], **extra)
         else:
+            if lr_scale != 1.0:
+                for group in st.opt.param_groups:
+                    group["lr"] *= lr_scale
             stats = update_policy(st.model, st.opt, [flat[i] for i in learn], adv[learn], cfg, st.tok.pad_token_id,
                                   st.ref_model, st.cfg.trainer, **extra)
-        st.lr_sched.step()
+        st.lr_sched.step()  # every group's lr again from its base and the schedule: the scale lasts one update
     t_upd = time.perf_counter()
     sync_s = sync(st)
     st.store.put_many(trajs)

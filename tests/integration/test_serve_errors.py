@@ -75,7 +75,7 @@ def test_unknown_route_and_wrong_method_are_json_errors(served):
 
 
 def test_api_key_is_required_when_set(memorised):
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
     from posttrain.serve.app import build_app
     from posttrain.serve.server import BackgroundServer
     from posttrain.serve.service import ServeState

@@ -22,7 +22,7 @@ def client(served):
 @pytest.fixture(scope="module")
 def direct(memorised):
     """A second engine on the same weights: the reference for greedy equality."""
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
 
     model, tok = memorised
     return FastEngine(copy.deepcopy(model), tok), tok

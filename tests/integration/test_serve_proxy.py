@@ -22,7 +22,7 @@ REACT = f"{sys.executable} {ROOT / 'examples/agents/react_agent.py'}"
 @pytest.fixture()
 def engine(memorised):
     """A fresh engine whose every generated Completion is also logged (the spy)."""
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
 
     model, tok = memorised
     eng = FastEngine(copy.deepcopy(model), tok, max_batch=8)
@@ -180,7 +180,7 @@ def test_the_react_agent_solves_a_terminal_task_through_the_sandbox_session(memo
     """examples/agents/react_agent.py on a terminal task: the model's shell call runs in the episode's sandbox
     session through POSTTRAIN_TOOLS_URL, the episode ends with submit (the model's call, or the agent's after a
     plain reply), and terminal_checks sees the file the model wrote."""
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
     from posttrain.sandbox.pool import SandboxPool
 
     model, tok = memorised_terminal

@@ -16,7 +16,7 @@ ASK = {"model": "tiny", "messages": [{"role": "user", "content": "What is 2*3?"}
 
 @pytest.fixture()
 def server(memorised):
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
     from posttrain.serve.app import build_app
     from posttrain.serve.server import BackgroundServer
     from posttrain.serve.service import ServeState

@@ -2,8 +2,8 @@
 
     trajs = await rollout_external(engine, tok, tasks, AgentOptions(n=4), ExternalAgent("python my_agent.py"))
 
-The engine is served in-process (posttrain/serve, uvicorn on a free loopback port) for
-the duration of the rollout. Each episode gets its own proxy URL and one agent process:
+The engine is served in-process (the `agent_proxy` named "serve": posttrain/serve/proxy_host.py,
+uvicorn on a free loopback port) for the duration of the rollout. Each episode gets its own proxy URL and one agent process:
 
 - environment: `PATH` with this interpreter's directory first (so `python` is the run's),
   `OPENAI_BASE_URL` = `http://127.0.0.1:PORT/episodes/EP/v1`,
@@ -39,10 +39,21 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from posttrain.rollout.agent.loop import AgentOptions, run_episodes
 from posttrain.types import Task, Trajectory, TrajError, Turn, VerifyResult
+
+
+class AgentProxy(Protocol):
+    """The token-capturing proxy a rollout serves its engine through (serve/proxy_host.py)."""
+
+    model_name: str
+    episodes: Any  # serve/capture.py EpisodeRegistry: open(task, state, max_calls, prefix), close(id), open_
+
+    async def start(self) -> str: ...  # the base URL, e.g. http://127.0.0.1:PORT
+
+    async def stop(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -100,21 +111,16 @@ class ExternalRunner:
         self.verifiers = verifier_runner or VerifierRunner(sandbox)
 
     async def run(self, tasks: Sequence[Task]) -> list[Trajectory]:
-        from posttrain.serve.app import build_app
-        from posttrain.serve.capture import EpisodeRegistry
-        from posttrain.serve.server import BackgroundServer
-        from posttrain.serve.service import ServeState
+        from posttrain.registry import registry
 
-        # lanes for the episodes that can be in flight at once, 2k tokens each to start (longer ones grow them)
-        self.serve = ServeState.create(self.engine, self.tok, "policy", lanes=self.opts.concurrency, lane_len=2048)
-        self.serve.episodes = EpisodeRegistry()
-        server = BackgroundServer(build_app(self.serve))
-        self.url = await asyncio.to_thread(server.start)
+        # serve/ sits above rollout/: its proxy is looked up by name (serve/proxy_host.py), never imported.
+        # Lanes for the episodes that can be in flight at once, 2k tokens each to start (longer ones grow them).
+        self.serve: AgentProxy = registry("agent_proxy").get("serve")(self.engine, self.tok, lanes=self.opts.concurrency)
         try:
+            self.url = await self.serve.start()
             return await run_episodes(self.episode, tasks, self.opts)
         finally:
-            await asyncio.to_thread(server.stop)
-            self.serve.close()
+            await self.serve.stop()
 
     async def episode(self, task: Task, g: int, k: int, attempt: int = 0) -> Trajectory:
         from posttrain.rollout.agent.tools import needs_session

@@ -1,1 +1,1 @@
-"""Engine backends other than `fast`: `hf` (the reference) and the optional `vllm`."""
+"""Engine backends: `hf` (the reference), `fast/` (the default; a sub-package) and the optional `vllm`."""

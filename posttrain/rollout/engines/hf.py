@@ -17,6 +17,7 @@ import hashlib
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
+from posttrain.errors import ConfigError
 from posttrain.registry import engine
 from posttrain.rollout.engine import Completion, GenRequest, SamplingParams
 
@@ -36,9 +37,13 @@ def state_checksum(state: Mapping[str, Any]) -> str:
 
 @engine("hf")
 class HFEngine:
-    def __init__(self, model: Any, tokenizer: Any, max_batch: int = 512, **_: Any) -> None:
+    def __init__(self, model: Any, tokenizer: Any, max_batch: int = 512) -> None:
+        """`max_batch`: the most rows in one `generate` call; the only engine.args key `hf` takes
+        (an unknown one is refused by name before this runs: registry.check_kwargs)."""
         if tokenizer.eos_token_id is None:
             raise ValueError("tokenizer has no EOS token: generation could never stop")
+        if not isinstance(max_batch, int) or isinstance(max_batch, bool) or max_batch < 1:
+            raise ConfigError(f"engine.args.max_batch must be an integer >= 1, got {max_batch!r}")
         self.model = model.eval()
         self.tok = tokenizer
         from posttrain.rollout.tokenizer_checks import stop_token_ids

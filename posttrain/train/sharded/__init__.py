@@ -1,18 +1,14 @@
-"""Sharded training on torch.distributed: FSDP2 (`fully_shard`) over a dp mesh, DTensor tensor
-parallelism (`parallelize_module`) as a second mesh dimension, DCP checkpoints, bucketed
-weight sync. Nothing here shards by hand; docs/scaling.md ("Sharded training") has the
-model of its memory and communication and the plan for 7B / 70B / 235B MoE.
+"""The training side of sharded runs, over the machinery of `posttrain/parallel/` (meshes,
+FSDP2/TP wrapping, the rank group, DCP, the launcher): what each rank computes per step and
+what rank 0 drives. docs/scaling.md ("Sharded training") has the model of its memory and
+communication.
 
-    mesh.py        process group (with a timeout) and the (dp[, tp]) device mesh
-    plan.py        the TP plan of a Llama-style decoder, with its divisibility checks
-    wrap.py        TP + activation checkpointing + fully_shard with a MixedPrecisionPolicy
-    group.py       rank 0 drives, the other ranks follow: one collective call per training step
+    session.py     rank 0's handle (`ShardedSession`): builds the sharded model on every rank
     steps.py       the per-rank SFT / DPO / RL steps, each weighted so dp ranks sum to the global loss
     loops.py       rank 0's SFT and DPO loops (same batches, same order as the one-process loops)
-    dcp.py         torch.distributed.checkpoint save / resume at any world size / HF export
+    rl_hooks.py    the RL loop's sharded start, weight sync and checkpoints
     sync.py        full weights to an engine in bounded buckets, verified on arrival
-    accounting.py  per-rank parameter, gradient, optimiser, activation and communication bytes
-    launch.py      `trainer.world_size=N`: spawn N ranks, fail fast with the rank named
 
-Only rank 0 imports this package's users (recipes, rl.py); followers run `group.follow()`.
+Only rank 0 imports this package's users (recipes, rl.py); followers import session.py (which
+registers every handler) and run `parallel.group.follow()`.
 """

@@ -77,7 +77,7 @@ def train_dpo_sharded(sh: ShardedSession, pairs: Sequence[Any], ref: torch.Tenso
 @registry("sharded_trainer").register("sft")
 def run_sharded_sft(cfg: Any, model: Any, pad_id: int, data: Sequence[Any],
                     on_step: Callable[[int, dict], None] | None) -> tuple[list[dict], Any]:
-    """`sft.run_sft`'s training phase on rank 0 of N (looked up by name: sft.py imports nothing here)."""
+    """The sft recipe's training phase on rank 0 of N (looked up by name: sft.py imports nothing here)."""
     return run_sharded("sft", cfg, model, pad_id, data, on_step)
 
 

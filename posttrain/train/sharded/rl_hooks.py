@@ -23,7 +23,7 @@ from posttrain.train.sharded.session import ShardedSession
 
 def start(cfg: Any, model: Any, tok: Any, ref: Any = None) -> tuple[ShardedSession, torch.optim.Optimizer]:
     """`ref`: the KL reference (rl.kl_coef > 0), sharded on every rank; rank 0 can drop its copy."""
-    import posttrain.train.sharded.dcp  # noqa: F401  (handlers)
+    import posttrain.parallel.dcp  # noqa: F401  (handlers)
     import posttrain.train.sharded.sync  # noqa: F401
 
     opt_kwargs = {"lr": cfg.rl.lr, "weight_decay": 0.0, "betas": (0.9, 0.99), "foreach": True}

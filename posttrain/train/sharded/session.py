@@ -19,14 +19,14 @@ from typing import Any
 
 import torch
 
-from posttrain.train.sharded.group import Driver, RankContext, handler
+from posttrain.parallel.group import Driver, RankContext, close_driver, current_driver, handler
 
 
 @handler("setup")
 def setup(ctx: RankContext, p: dict) -> None:
-    from posttrain.train.sharded.accounting import CommMeter
-    from posttrain.train.sharded.mesh import build_mesh
-    from posttrain.train.sharded.wrap import build_sharded
+    from posttrain.parallel.accounting import CommMeter
+    from posttrain.parallel.mesh import build_mesh
+    from posttrain.parallel.wrap import build_sharded
 
     import torch.distributed as dist
 
@@ -70,7 +70,7 @@ class ShardedSession:
     @classmethod
     def start(cls, model: Any, tcfg: Any, opt_kwargs: dict, pad_id: int, ref: Any = None) -> "ShardedSession":
         """`ref`: the KL reference model (RL with rl.kl_coef > 0), sharded beside the policy."""
-        from posttrain.train.sharded.wrap import ShardOptions
+        from posttrain.parallel.wrap import ShardOptions
 
         driver = current_driver(tcfg.timeout_s)
         opts = ShardOptions(tp=tcfg.tp, mixed_precision=tcfg.mixed_precision,
@@ -106,7 +106,7 @@ class ShardedSession:
         return plain.eval()
 
     def close(self) -> None:
-        _close_at_exit()
+        close_driver()
 
 
 @handler("set_options")
@@ -119,7 +119,7 @@ def _set_options(ctx: RankContext, p: dict) -> None:
 
 @handler("full_state")
 def _full_state(ctx: RankContext, p: Any) -> dict:
-    from posttrain.train.sharded.wrap import full_model_state
+    from posttrain.parallel.wrap import full_model_state
 
     return full_model_state(ctx.model)
 
@@ -127,59 +127,16 @@ def _full_state(ctx: RankContext, p: Any) -> dict:
 @handler("ref_state")
 def _ref_state(ctx: RankContext, p: Any) -> dict:
     """The KL reference's full weights on rank 0 (saved with each checkpoint, as one process does)."""
-    from posttrain.train.sharded.wrap import full_model_state
+    from posttrain.parallel.wrap import full_model_state
 
     return full_model_state(ctx.ref)
 
 
 @handler("account")
 def _account(ctx: RankContext, p: Any) -> dict:
-    from posttrain.train.sharded.accounting import step_accounting
+    from posttrain.parallel.accounting import step_accounting
 
     return step_accounting(ctx)
-
-
-_DRIVER: Driver | None = None
-_CLOSED = False  # the followers were told to stop: no second driver in this job
-
-
-def current_driver(timeout_s: float) -> Driver:
-    global _DRIVER
-    from posttrain.train.sharded.mesh import init_group
-
-    if _CLOSED:
-        raise RuntimeError("this job's sharded group was closed; a job trains through one group")
-    if _DRIVER is None:
-        import atexit
-
-        init_group(timeout_s)
-        _DRIVER = Driver(timeout_s)
-        atexit.register(_close_at_exit)  # followers stop cleanly however rank 0's command ends
-    return _DRIVER
-
-
-def _close_at_exit() -> None:
-    """Stop the followers once per job (their group is destroyed with it)."""
-    global _DRIVER, _CLOSED
-    if _DRIVER is not None:
-        try:
-            _DRIVER.close()
-        except Exception:  # noqa: BLE001 - the job is ending; a dead follower was already named
-            pass
-        _DRIVER, _CLOSED = None, True
-
-
-def release_followers(timeout_s: float) -> None:
-    """At rank 0's exit: stop the followers, also when this command never trained (a resumed,
-    finished run; an error before the first step), so that none waits out its timeout."""
-    if _CLOSED:
-        return
-    if _DRIVER is None:
-        try:
-            current_driver(timeout_s)
-        except Exception:  # noqa: BLE001 - the group is already gone: the followers see that themselves
-            return
-    _close_at_exit()
 
 
 def active() -> bool:
@@ -188,6 +145,6 @@ def active() -> bool:
 
 
 # Every handler, registered on every rank that imports the session (followers included).
-import posttrain.train.sharded.dcp  # noqa: E402,F401
+import posttrain.parallel.dcp  # noqa: E402,F401
 import posttrain.train.sharded.steps  # noqa: E402,F401
 import posttrain.train.sharded.sync  # noqa: E402,F401

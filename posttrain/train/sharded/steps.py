@@ -25,14 +25,14 @@ from typing import Any, Sequence
 
 import torch
 
-from posttrain.train.sharded.group import RankContext, handler
+from posttrain.parallel.group import RankContext, handler
 
 RL_UNITS = {"dapo": "tokens", "cispo": "tokens", "grpo": "sequences", "gspo": "sequences", "dr_grpo": "sequences"}
 
 
 def dp_slice(ctx: RankContext, items: Sequence[Any]) -> tuple[list[Any], float]:
     """This rank's items and their weight multiplier (0 when the slice is empty: a stand-in item)."""
-    from posttrain.train.sharded.mesh import dp_info
+    from posttrain.parallel.mesh import dp_info
 
     r, n = dp_info(ctx.mesh)
     mine = list(items[r::n])
@@ -43,7 +43,7 @@ def dp_sum(ctx: RankContext, values: list[float], op: str = "sum") -> list[float
     """Sum (or max) over the dp group: tp ranks hold the same numbers, so they are not counted twice."""
     import torch.distributed as dist
 
-    from posttrain.train.sharded.mesh import dp_info
+    from posttrain.parallel.mesh import dp_info
 
     t = torch.tensor(values, dtype=torch.float64)
     group = ctx.mesh["dp"].get_group() if "tp" in (ctx.mesh.mesh_dim_names or ()) else ctx.mesh.get_group()
@@ -57,7 +57,7 @@ def _begin(ctx: RankContext, lr: float) -> int:
         g["lr"] = lr
     ctx.opt.zero_grad(set_to_none=True)
     ctx.model.train()
-    from posttrain.train.sharded.mesh import dp_info
+    from posttrain.parallel.mesh import dp_info
 
     return dp_info(ctx.mesh)[1]
 
@@ -66,7 +66,7 @@ def metered(fn: Any) -> Any:
     """Run a step under the communication meter and the saved-tensor counter (accounting.py)."""
     import functools
 
-    from posttrain.train.sharded.accounting import SavedBytes
+    from posttrain.parallel.accounting import SavedBytes
 
     @functools.wraps(fn)
     def run(ctx: RankContext, p: dict) -> dict:
@@ -81,7 +81,7 @@ def metered(fn: Any) -> Any:
 
 
 def _finish(ctx: RankContext, max_norm: float) -> float:
-    from posttrain.train.sharded.wrap import clip_grad_norm
+    from posttrain.parallel.wrap import clip_grad_norm
 
     norm = clip_grad_norm([p for p in ctx.model.parameters() if p.requires_grad], max_norm)
     ctx.opt.step()

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 import torch
 
-from posttrain.train.sharded.group import RankContext, handler
+from posttrain.parallel.group import RankContext, handler
 
 
 @dataclass

@@ -69,8 +69,10 @@ def test_plugin_domain_becomes_trainable_by_name(tmp_path):
 
 def test_every_registered_name_is_reachable_from_a_fresh_interpreter():
     """Each kind's names, listed in one interpreter, each looked up by name in another."""
-    kinds = ["verifier", "domain", "engine", "loss", "dpo_loss", "advantage", "kl", "sched_policy", "tool",
-             "speculator", "longctx_reader"]
+    from posttrain.registry import _BUILTIN_MODULES
+
+    kinds = sorted(_BUILTIN_MODULES)  # every kind with built-ins, so a new kind cannot be forgotten here
+    assert {"recipe", "engine", "offpolicy", "rl_loop"} <= set(kinds)
     listing = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import json
         from posttrain.registry import registry
@@ -110,15 +112,27 @@ def test_engine_args_may_not_set_what_the_run_passes_itself():
         check_config(load_config(None, ["engine.args.tokenizer=x"]))
 
 
-def test_engine_built_with_a_bad_value_type_is_a_config_error(monkeypatch):
+def test_type_error_inside_an_engine_surfaces_as_itself_not_as_a_config_error(monkeypatch):
     from posttrain.registry import registry
     from posttrain.rollout import make_engine
 
-    def fussy(model, tokenizer, cache_mb=1.0):
-        return cache_mb // 2  # a str here is a TypeError inside the engine
-    monkeypatch.setitem(registry("engine")._items, "fussy", fussy)  # removed again after the test
-    with pytest.raises(ConfigError, match="engine 'fussy' cannot be built with engine.args"):
-        make_engine("fussy", None, None, cache_mb="big")
+    def buggy(model, tokenizer, cache_mb=1.0):
+        return len(cache_mb)  # a bug in the engine's own code, whatever the arguments
+    monkeypatch.setitem(registry("engine")._items, "buggy", buggy)  # removed again after the test
+    with pytest.raises(TypeError, match="has no len") as e:
+        make_engine("buggy", None, None, cache_mb=2.0)
+    assert not isinstance(e.value, ConfigError)
+
+
+def test_engine_missing_a_required_argument_is_a_config_error(monkeypatch):
+    from posttrain.registry import registry
+    from posttrain.rollout import make_engine
+
+    def needy(model, tokenizer, path):
+        raise AssertionError("never built: the call itself is wrong")
+    monkeypatch.setitem(registry("engine")._items, "needy", needy)
+    with pytest.raises(ConfigError, match="engine 'needy' cannot be built with engine.args {}: .*'path'"):
+        make_engine("needy", None, None)
 
 
 def _task_file(path):

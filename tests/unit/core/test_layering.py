@@ -2,9 +2,13 @@
 
 Layers, lowest first (DESIGN.md, "Modules: who owns what"):
     types/errors <- registry/config <- sandbox, schedule, models, store, parallel <- tasks
-    <- verifiers <- rollout, serve <- eval, longctx <- train <- recipes, view <- cli
-(`serve` sits with `rollout`: RL on external agents runs episodes through its proxy.)
+    <- verifiers <- rollout <- eval, longctx <- train <- recipes, serve, view <- cli
+(RL on external agents runs episodes through serve's proxy: rollout/agent/external.py looks it
+up by name, `registry("agent_proxy")`, and never imports serve.)
 `config_check` (the checks of a config that read task files) sits with `tasks`.
+`parallel` (FSDP2/DTensor meshes, DCP, the rank group and launcher) sits with the lowest
+packages: it knows nothing of tasks, sandboxes, rollouts, training or Ray, so everything it
+reaches is `types`, `errors`, `registry` or `config` (the training side is `train/sharded/`).
 `distributed` (the only Ray user) is wired in from outside `train`: train imports it
 nowhere, and it may import anything below `cli`. Every import counts, lazy ones inside
 functions included: a lazy import still couples the modules.
@@ -31,10 +35,10 @@ LAYERS = [
     {"sandbox", "schedule", "models", "store", "parallel"},
     {"tasks", "config_check"},  # config_check reads task files and plugins, so it sits with tasks
     {"verifiers"},
-    {"rollout", "serve"},  # serve drives the fast engine; rollout/agent/external.py runs its proxy
+    {"rollout"},
     {"eval", "longctx"},
     {"train"},
-    {"recipes", "view", "distributed"},
+    {"recipes", "serve", "view", "distributed"},
     {"cli"},
 ]
 RANK = {part: i for i, layer in enumerate(LAYERS) for part in layer}
@@ -75,6 +79,21 @@ def test_no_module_imports_an_upper_layer():
             if here is not None and there is not None and there > here:
                 bad.append(f"{mod} imports {d}")
     assert not bad, "\n".join(sorted(bad))
+
+
+def test_parallel_reaches_only_the_layers_below_it():
+    """Not even a package of its own layer (sandbox, schedule, models, store), lazy imports counted."""
+    via = _reached(sorted(m for m in _files() if _part(m) == "parallel"))
+    allowed = {"", "parallel", "config_schema", *LAYERS[0], *LAYERS[1]}  # "": the posttrain package
+    bad = [f"{m} (reached: {' <- '.join(_chain(m, via))})" for m in sorted(via) if _part(m) not in allowed]
+    assert via and not bad, "parallel/ may import only types, errors, registry and config:\n" + "\n".join(bad)
+
+
+def _chain(mod: str, via: dict[str, str | None]) -> list[str]:
+    chain = [mod]
+    while via[chain[-1]] is not None:
+        chain.append(via[chain[-1]])
+    return chain
 
 
 def test_train_never_imports_distributed():

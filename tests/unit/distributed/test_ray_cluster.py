@@ -252,7 +252,7 @@ def test_bucketed_weight_sync_installs_on_every_worker_and_restarts_by_object_st
     from posttrain.distributed import build_remote_engine
     from posttrain.models.tiny import build_tiny
     from posttrain.rollout.engine import GenRequest, SamplingParams
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
     from posttrain.rollout.weight_sync import SyncRestart
 
     cfg = _cfg(cluster, tmp_path, **{"cluster.weight_sync": "collective", "cluster.call_timeout_s": 15})
@@ -289,7 +289,7 @@ def test_sharded_trainer_streams_bounded_buckets_to_the_ray_workers_by_collectiv
     import sys
     from pathlib import Path
 
-    from posttrain.train.sharded.launch import run_ranks
+    from posttrain.parallel.launch import run_ranks
 
     rank_rl = Path(__file__).parents[1] / "train" / "sharded" / "rank_rl.py"
     over = [f"cluster.address={cluster.address}", "cluster.rollout_workers=2", "cluster.weight_sync=collective",

@@ -140,3 +140,37 @@ def test_cli_eval_runs_and_resumes(cli, tiny, tmp_path):
     second = cli("eval", "--model", tiny, "--suite", suite, "--out", out, "--no-cache", "--json")
     assert first.exit_code == 0 and second.exit_code == 0, first.output
     assert json.loads(second.stdout)["summary"]["run"]["samples_resumed"] == 2
+
+
+def test_eval_builds_an_engine_that_takes_no_max_batch_without_it(tiny, monkeypatch):
+    """vllm's case (it schedules its own batches): eval's generation concurrency is not forced on it."""
+    from posttrain.eval.runner import _build
+    from posttrain.registry import registry
+
+    got = {}
+
+    def nobatch(model, tokenizer, seed=0):
+        got.update(seed=seed)
+        return object()
+    monkeypatch.setitem(registry("engine")._items, "nobatch", nobatch)  # removed again after the test
+    _build(resolve_model(tiny), "nobatch", 7)
+    assert got == {"seed": 0}
+
+
+def test_eval_gives_its_generation_concurrency_to_an_engine_that_batches_by_it(tiny):
+    from posttrain.eval.runner import _build
+
+    engine, _ = _build(resolve_model(tiny), "hf", 7)
+    assert engine.max_batch == 7
+
+
+def test_eval_with_the_vllm_engine_is_not_refused_for_max_batch(tiny, tmp_path):
+    import importlib.util
+
+    from posttrain.errors import ConfigError
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed: this checks the error of an absent one")
+    # before: "engine.args.max_batch: engine 'vllm' takes no argument 'max_batch'" (eval passed it)
+    with pytest.raises(ConfigError, match="engine 'vllm' needs the vllm package"):
+        run(tiny, write_suite(tmp_path / "s.yaml"), tmp_path / "out", engine="vllm")

@@ -8,7 +8,7 @@ import pytest
 
 from posttrain.errors import ConfigError, ModelError
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 
 
 def test_prompt_longer_than_context_fails_only_that_request(tiny):

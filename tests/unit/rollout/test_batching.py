@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 from tests.unit.rollout.conftest import random_prompts
 
 
@@ -55,7 +55,7 @@ def test_deadline_returns_partial_output_without_blocking_others(tiny, monkeypat
     import time
     import types
 
-    import posttrain.rollout.fast.engine as fast_mod
+    import posttrain.rollout.engines.fast.engine as fast_mod
 
     model, tok = tiny
     eng = FastEngine(model, tok, max_model_len=256)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 from posttrain.rollout.weight_sync import MergedInstall, WeightSyncError, begin_weights, manifest
 
 

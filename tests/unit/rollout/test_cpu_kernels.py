@@ -1,13 +1,13 @@
-"""The fused CPU decode-attention kernel (rollout/fast/cpu_kernels.py): each test one property."""
+"""The fused CPU decode-attention kernel (rollout/engines/fast/cpu_kernels.py): each test one property."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from posttrain.rollout.fast import cpu_kernels as ca
+from posttrain.rollout.engines.fast import cpu_kernels as ca
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 from tests.unit.rollout.conftest import random_prompts
 
 pytestmark = pytest.mark.skipif(not ca.available(), reason=f"no C compiler: {ca.build_error()}")
@@ -65,7 +65,7 @@ def test_new_keys_and_values_are_written_at_the_last_position():
 
 
 def test_keys_and_queries_get_the_models_rotary_embedding():
-    from posttrain.rollout.fast.model import _rotate
+    from posttrain.rollout.engines.fast.model import _rotate
 
     g = torch.Generator().manual_seed(1)
     cos, sin = torch.randn(64, 16, generator=g), torch.randn(64, 16, generator=g)
@@ -148,7 +148,7 @@ def test_engine_outputs_equal_with_and_without_the_kernel(tiny):
 
 
 def test_c_sampler_draws_what_the_tensor_sampler_draws():
-    from posttrain.rollout.fast import sampling
+    from posttrain.rollout.engines.fast import sampling
 
     logits = torch.randn(256, 300, generator=torch.Generator().manual_seed(0)) * 3
     temps = [0.0 if i % 5 == 0 else 0.5 + (i % 3) * 0.4 for i in range(256)]

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
-from posttrain.rollout.fast.model import FastLM
+from posttrain.rollout.engines.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.model import FastLM
 from tests.unit.rollout.conftest import hf_greedy, hf_logprobs, random_prompts
 
 WINDOW = 8

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from posttrain.errors import ConfigError, ModelError
-from posttrain.rollout.fast.model import check_supported
+from posttrain.rollout.engines.fast.model import check_supported
 
 # trimmed config.json files as the Hub writes them (legacy rope keys included)
 SMOLLM2 = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu", "hidden_size": 576,
@@ -55,7 +55,7 @@ def test_unsupported_feature_is_named_in_one_line(cfg, needle):
 def test_engine_refuses_unsupported_config_at_construction(tiny):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
 
     _, tok = tiny
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 from tests.unit.rollout.conftest import hf_greedy, hf_logprobs, random_prompts
 
 

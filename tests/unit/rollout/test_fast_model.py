@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from posttrain.errors import ModelError
-from posttrain.rollout.fast.model import FastLM
+from posttrain.rollout.engines.fast.model import FastLM
 
 
 def _incremental_logits(model, ids: torch.Tensor, split: int) -> torch.Tensor:

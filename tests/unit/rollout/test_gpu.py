@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 from tests.unit.rollout.conftest import hf_logprobs, random_prompts
 
 pytestmark = pytest.mark.gpu

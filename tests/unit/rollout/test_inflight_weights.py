@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 from posttrain.rollout.weight_sync import WeightSyncError
 from tests.unit.rollout.conftest import random_prompts
 

@@ -10,7 +10,7 @@ import pytest
 
 from posttrain.errors import ConfigError
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 from tests.unit.rollout.conftest import random_prompts
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
-from posttrain.rollout.fast.kv_cache import PagedStore
+from posttrain.rollout.engines.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.kv_cache import PagedStore
 from tests.unit.rollout.conftest import random_prompts
 
 

@@ -76,7 +76,7 @@ def test_demonstration_ends_with_the_token_the_template_closes_a_turn_with():
 # ---- stopping: both engines, on a model whose greedy output is a chosen chain -------------------
 
 def _engine(name, model, tok):
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
     from posttrain.rollout.engines.hf import HFEngine
 
     return (HFEngine if name == "hf" else FastEngine)(model, tok)

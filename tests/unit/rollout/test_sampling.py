@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from scipy.stats import chisquare
 
-from posttrain.rollout.fast.sampling import RowParams, sample, warp
+from posttrain.rollout.engines.fast.sampling import RowParams, sample, warp
 
 N = 20000
 

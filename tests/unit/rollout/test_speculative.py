@@ -7,7 +7,7 @@ import torch
 from scipy.stats import chisquare
 
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 from tests.unit.rollout.conftest import random_prompts
 
 

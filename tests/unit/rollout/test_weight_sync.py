@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 from posttrain.rollout.weight_sync import WeightSyncError, manifest
 from tests.unit.rollout.conftest import hf_logprobs, random_prompts
 

@@ -97,7 +97,7 @@ def served(memorised):
     """(base url, ServeState) of a live server on a free loopback port."""
     import copy
 
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
     from posttrain.serve.app import build_app
     from posttrain.serve.server import BackgroundServer
     from posttrain.serve.service import ServeState

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from posttrain.rollout.engine import GenRequest, SamplingParams
-from posttrain.rollout.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.engine import FastEngine
 from posttrain.serve.loop import EngineLoop
 
 

@@ -50,13 +50,13 @@ def main() -> int:
     out, kind = sys.argv[1], sys.argv[2]
     tp = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     steps = int(sys.argv[4]) if len(sys.argv) > 4 else 3
-    from posttrain.train.sharded.mesh import init_group
+    from posttrain.parallel.mesh import init_group
 
     init_group(float(os.environ.get("POSTTRAIN_TIMEOUT_S", "60")))
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if rank > 0:
         import posttrain.train.sharded.session  # noqa: F401
-        from posttrain.train.sharded.group import follow
+        from posttrain.parallel.group import follow
 
         if kind in ("die", "hang") and rank == 1:  # mid-training: killed, or frozen (no exit, no heartbeat)
             import signal

@@ -45,14 +45,14 @@ def main() -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     torch.set_num_threads(1)
     if world > 1:
-        from posttrain.train.sharded.mesh import init_group
+        from posttrain.parallel.mesh import init_group
 
         init_group(60.0)
         if int(os.environ["RANK"]) > 0:
-            import posttrain.train.sharded.dcp  # noqa: F401
+            import posttrain.parallel.dcp  # noqa: F401
             import posttrain.train.sharded.session  # noqa: F401
             import posttrain.train.sharded.sync  # noqa: F401
-            from posttrain.train.sharded.group import follow
+            from posttrain.parallel.group import follow
 
             return follow(int(os.environ["RANK"]), world, 60.0)
     from posttrain.config import SFTConfig, load_config
@@ -78,7 +78,7 @@ def main() -> int:
     result = {"rows": rows, "state": {k: v.detach().clone() for k, v in final.state_dict().items()}}
     if cfg.cluster.address:  # what the Ray workers generate now against the final weights, run locally
         from posttrain.rollout.engine import GenRequest, SamplingParams
-        from posttrain.rollout.fast.engine import FastEngine
+        from posttrain.rollout.engines.fast.engine import FastEngine
 
         req = [GenRequest((1, 5, 9, 2, 7), SamplingParams(temperature=0.0, max_new_tokens=6))] * 2
         result["remote"] = [o.token_ids for o in st.engine.generate(req)]

@@ -29,10 +29,10 @@ def assert_writes_the_one_process_model(stdout: str, cfg_file: Path, over: list[
     """Same final loss (1e-5) and weights (1e-4 each) as run_sft in one process; accounting logged."""
     from posttrain.config import load_config
     from posttrain.models import load_policy
-    from posttrain.train.sft import run_sft
+    from posttrain.recipes.pipeline import run_recipe
 
     two = json.loads(stdout[stdout.index("{"):])
-    one = run_sft(load_config(cfg_file, over), one_dir)
+    one = run_recipe("sft", load_config(cfg_file, over), one_dir)
     assert two["final_loss"] == pytest.approx(one["final_loss"], abs=1e-5)
     rows = [json.loads(x) for x in (two_dir / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and rows[-1]["shard/sent_bytes"] > 0  # the collectives crossed ranks, and were counted

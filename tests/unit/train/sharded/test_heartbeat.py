@@ -8,7 +8,7 @@ import torch.distributed as dist
 
 
 def test_stop_joins_the_heartbeat_thread(monkeypatch):
-    from posttrain.train.sharded import group
+    from posttrain.parallel import group
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -5,7 +5,7 @@ import pytest
 from posttrain.config import load_config
 from posttrain.config_check import check_sharded
 from posttrain.errors import ConfigError
-from posttrain.train.sharded.launch import _trainer_settings
+from posttrain.parallel.launch import _trainer_settings
 
 
 def test_tp_that_does_not_divide_the_world_size_is_refused():
@@ -57,7 +57,7 @@ def test_the_ray_launcher_without_a_cluster_address_is_refused():
 
 
 def test_the_launch_refuses_a_bad_launcher_before_starting_anything(monkeypatch, capsys, tmp_path):
-    from posttrain.train.sharded.launch import maybe_spawn
+    from posttrain.parallel.launch import maybe_spawn
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     y = tmp_path / "run.yaml"

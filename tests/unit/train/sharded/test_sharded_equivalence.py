@@ -21,7 +21,7 @@ LOSS_TOL, WEIGHT_TOL = 1e-5, 1e-4
 
 
 def launch(tmp_path, world, kind, tp=1, steps=3, *flags):
-    from posttrain.train.sharded.launch import run_ranks
+    from posttrain.parallel.launch import run_ranks
 
     out = tmp_path / f"{kind}-{world}-{tp}.pt"
     code = run_ranks([sys.executable, str(HERE / "rank_job.py"), str(out), kind, str(tp), str(steps), *flags], world,

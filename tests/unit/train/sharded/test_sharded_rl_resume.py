@@ -24,7 +24,7 @@ KEYS = ("train/loss", "train/kl", "train/grad_norm", "reward/mean", "completion_
 
 
 def run(run_dir, out, steps, world=1, resume=False):
-    from posttrain.train.sharded.launch import run_ranks
+    from posttrain.parallel.launch import run_ranks
 
     cmd = [sys.executable, str(HERE / "rank_rl.py"), str(run_dir), str(out), str(steps)] + (["resume"] if resume else [])
     code = run_ranks(cmd, world, 60, env={"OMP_NUM_THREADS": "1"}) if world > 1 else subprocess.call(cmd)
@@ -72,7 +72,7 @@ def test_dcp_checkpoint_exports_to_a_plain_hf_directory(tmp_path):
 
     from posttrain.config import TinyModelConfig
     from posttrain.models.tiny import build_tiny
-    from posttrain.train.sharded.dcp import export_hf
+    from posttrain.parallel.dcp import export_hf
 
     model, _ = build_tiny(TinyModelConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1), seed=5)
     model.config.save_pretrained(tmp_path / "cfg")

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from posttrain.rollout.fast.model import FastLM, Lanes
-from posttrain.rollout.fast.kv_cache import PagedStore
+from posttrain.rollout.engines.fast.model import FastLM, Lanes
+from posttrain.rollout.engines.fast.kv_cache import PagedStore
 
 
 @dataclass

@@ -67,7 +67,7 @@ class LaneBudget:
                     n, cap = gn, gcap
             self.lanes = None  # free the old lanes before allocating: never both at once
             if self._static_opts:
-                from posttrain.rollout.fast.cuda import StaticDecoder, bucket
+                from posttrain.rollout.engines.fast.cuda import StaticDecoder, bucket
 
                 n = bucket(n, 1 << 30)
             self.lanes = self.lm.new_lanes(n, cap)

@@ -7,10 +7,10 @@
 
 A DCP directory holds {"model", "optim"} keyed by parameter names (FQNs), so the layout
 does not depend on the mesh: 2 ranks' shards load into 1 process or 4. The RL checkpoint
-(`rl_hooks.save`) writes the DCP directory next to `checkpoints/step-N/`, then the usual
-atomic, manifested `step-N/` (HF weights gathered on rank 0, trainer state naming its DCP
-directory), so resume sees a step only once both are complete: no duplicated or missing
-steps. A checkpoint of a one-process run (a torch optimizer state) loads into a sharded
+(train/sharded/rl_hooks.py, `save`) writes the DCP directory next to `checkpoints/step-N/`,
+then the usual atomic, manifested `step-N/` (HF weights gathered on rank 0, trainer state
+naming its DCP directory), so resume sees a step only once both are complete: no duplicated
+or missing steps. A checkpoint of a one-process run (a torch optimizer state) loads into a sharded
 trainer through `load_plain_optim` (1 -> 2).
 
 Limits: DCP writes one file per rank per checkpoint; the HF copy in step-N/ is a full gather
@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from posttrain.train.sharded.group import RankContext, handler
+from posttrain.parallel.group import RankContext, handler
 
 
 def _states(model: Any, opt: Any) -> dict[str, Any]:

@@ -14,7 +14,8 @@ times out names the rank whose heartbeat stopped (or, if none did, the exception
 way the failure is one `RankFailure` line and the process exits, so the job never hangs.
 
 Limits: handlers must be registered under the same name on every rank (this module's
-HANDLERS, filled by steps.py); one driver per job.
+HANDLERS, filled by dcp.py here and by train/sharded/ (session, steps, sync)); one driver per
+job (`current_driver`).
 """
 
 from __future__ import annotations
@@ -212,3 +213,48 @@ def follow(rank: int, world: int, timeout_s: float) -> int:
         return 1
     finally:
         beat.stop()
+
+
+# ---- rank 0's one driver per job (train/sharded/session.py starts it; the CLI releases it) ----
+_DRIVER: Driver | None = None
+_CLOSED = False  # the followers were told to stop: no second driver in this job
+
+
+def current_driver(timeout_s: float) -> Driver:
+    global _DRIVER
+    from posttrain.parallel.mesh import init_group
+
+    if _CLOSED:
+        raise RuntimeError("this job's sharded group was closed; a job trains through one group")
+    if _DRIVER is None:
+        import atexit
+
+        init_group(timeout_s)
+        _DRIVER = Driver(timeout_s)
+        atexit.register(close_driver)  # followers stop cleanly however rank 0's command ends
+    return _DRIVER
+
+
+def close_driver() -> None:
+    """Stop the followers once per job (their group is destroyed with it); at exit, or when
+    rank 0's session closes."""
+    global _DRIVER, _CLOSED
+    if _DRIVER is not None:
+        try:
+            _DRIVER.close()
+        except Exception:  # noqa: BLE001 - the job is ending; a dead follower was already named
+            pass
+        _DRIVER, _CLOSED = None, True
+
+
+def release_followers(timeout_s: float) -> None:
+    """At rank 0's exit: stop the followers, also when this command never trained (a resumed,
+    finished run; an error before the first step), so that none waits out its timeout."""
+    if _CLOSED:
+        return
+    if _DRIVER is None:
+        try:
+            current_driver(timeout_s)
+        except Exception:  # noqa: BLE001 - the group is already gone: the followers see that themselves
+            return
+    close_driver()

@@ -168,7 +168,7 @@ class SavedBytes:
 
 def step_accounting(ctx: Any) -> dict[str, float]:
     """The metrics row of the last step on this rank (rank 0's, reported by the driver)."""
-    from posttrain.train.sharded.mesh import dp_info
+    from posttrain.parallel.mesh import dp_info
 
     m = ctx.meter
     _, dp = dp_info(ctx.mesh)

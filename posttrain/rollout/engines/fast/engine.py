@@ -45,15 +45,15 @@ from posttrain.errors import ConfigError, ModelError
 from posttrain.models.vlm import model_name
 from posttrain.registry import engine, registry
 from posttrain.rollout.engine import Completion, GenRequest
-from posttrain.rollout.fast.model import FastLM, check_supported
-from posttrain.rollout.fast.prefill import PrefillStats, prefill
-from posttrain.rollout.fast.seq import Finisher, Seq
+from posttrain.rollout.engines.fast import speculative as _speculators  # noqa: F401  registers 'ngram', 'draft'
+from posttrain.rollout.engines.fast.kv_cache import PagedStore
+from posttrain.rollout.engines.fast.lane_budget import LaneBudget
+from posttrain.rollout.engines.fast.model import FastLM, check_supported
+from posttrain.rollout.engines.fast.prefill import PrefillStats, prefill
+from posttrain.rollout.engines.fast.sampling import RowParams, sample
+from posttrain.rollout.engines.fast.seq import Finisher, Seq
+from posttrain.rollout.engines.fast.vision import ImageEncoder, is_vlm
 from posttrain.rollout.tokenizer_checks import stop_token_ids
-from posttrain.rollout.fast.vision import ImageEncoder, is_vlm
-from posttrain.rollout.fast.kv_cache import PagedStore
-from posttrain.rollout.fast.lane_budget import LaneBudget
-from posttrain.rollout.fast.sampling import RowParams, sample
-from posttrain.rollout.fast import speculative as _speculators# noqa: F401  registers 'ngram', 'draft'
 from posttrain.rollout.vision import text_only_error
 from posttrain.rollout.weight_sync import SyncReport, WeightSyncError, install
 
@@ -85,8 +85,9 @@ class FastEngine(LaneBudget):
                           ("ngram_max", ngram_max), ("prefill_tokens", prefill_tokens)):
             if not isinstance(val, int) or val < 1:
                 raise ConfigError(f"engine.args.{name} must be an integer >= 1, got {val!r}")
-        if not (isinstance(kv_mb, (int, float)) and math.isfinite(kv_mb) and kv_mb > 0):
-            raise ConfigError(f"engine.args.kv_mb must be a number of MiB > 0, got {kv_mb!r}")
+        for name, mb in (("kv_mb", kv_mb), ("cache_mb", cache_mb)):  # a str ("1e3" from YAML) fails here, named
+            if not (isinstance(mb, (int, float)) and not isinstance(mb, bool) and math.isfinite(mb) and mb > 0):
+                raise ConfigError(f"engine.args.{name} must be a number of MiB > 0, got {mb!r}")
         tdtype = getattr(torch, dtype) if dtype else None
         self.lm = FastLM.from_hf(model, tdtype, device, max_len=max_model_len)  # ModelError if unsupported
         self.tok = tokenizer
@@ -104,12 +105,10 @@ class FastEngine(LaneBudget):
         self._views = {**self.lm.views, **(self.vision.views if self.vision else {})}
         self._model_name = model_name(model)  # named in the error for an image prompt to a text-only model
         self._feats: dict[int, torch.Tensor] = {}  # request index -> image features, this generate call
-        self.spec = None
         if speculative is not None and self.vision is not None:
             raise ConfigError("speculative decoding is not supported with a vision-language model in the fast engine")
-        if speculative is not None:
-            self.spec = registry("speculator").get(speculative)(
-                self, num_draft=num_draft, draft_model=draft_model, ngram_max=ngram_max)
+        self.spec = None if speculative is None else registry("speculator").get(speculative)(
+            self, num_draft=num_draft, draft_model=draft_model, ngram_max=ngram_max)
         self._static = None  # StaticDecoder when CUDA graphs are on (cuda.py)
         self._static_opts = (cuda_graphs and self.lm.device.type == "cuda") or static_decode
         self._rng = random.Random(seed)
@@ -209,7 +208,7 @@ class FastEngine(LaneBudget):
         self.last_sync = rep
 
     def conversation(self, prompt_ids: Sequence[int] = ()) -> Any:
-        from posttrain.rollout.fast.session import Conversation
+        from posttrain.rollout.engines.fast.session import Conversation
 
         return Conversation(self, prompt_ids)
 

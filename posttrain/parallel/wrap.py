@@ -60,7 +60,7 @@ def shard_in_place(model: Any, mesh: Any, opts: ShardOptions, frozen: bool = Fal
     forward too, since no post-backward would ever reshard it."""
     from torch.distributed.fsdp import fully_shard
 
-    from posttrain.train.sharded.plan import apply_tp, decoder_layers
+    from posttrain.parallel.plan import apply_tp, decoder_layers
 
     dp_mesh, tp_mesh = _submeshes(mesh)
     if tp_mesh is not None:
@@ -84,7 +84,7 @@ def build_sharded(hf_config: Any, dtype: torch.dtype, mesh: Any, opts: ShardOpti
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
     from transformers import AutoModelForCausalLM
 
-    from posttrain.train.sharded.mesh import device_type
+    from posttrain.parallel.mesh import device_type
 
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(hf_config, dtype=dtype)
@@ -104,7 +104,7 @@ def build_sharded(hf_config: Any, dtype: torch.dtype, mesh: Any, opts: ShardOpti
 
 
 def full_model_state(model: Any) -> dict[str, torch.Tensor]:
-    """Every full tensor on rank 0 (CPU), nothing elsewhere. For export; sync uses buckets (sync.py)."""
+    """Every full tensor on rank 0 (CPU), nothing elsewhere. For export; sync uses buckets (train/sharded/sync.py)."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
     return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))

@@ -28,9 +28,9 @@ from typing import Any
 
 import torch
 
-from posttrain.rollout.fast import cpu_kernels
-from posttrain.rollout.fast.arch import SUPPORTED, Arch, arch_of, check_supported
-from posttrain.rollout.fast.vision import TEXT_PREFIX, is_vlm
+from posttrain.rollout.engines.fast import cpu_kernels
+from posttrain.rollout.engines.fast.arch import SUPPORTED, Arch, arch_of, check_supported
+from posttrain.rollout.engines.fast.vision import TEXT_PREFIX, is_vlm
 
 __all__ = ["FastLM", "Lanes", "Shape", "SUPPORTED", "check_supported"]
 

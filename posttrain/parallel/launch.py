@@ -102,8 +102,8 @@ def maybe_spawn(argv: Sequence[str]) -> None:
         sys.exit(2)
     import atexit
 
-    from posttrain.train.sharded.mesh import init_group
-    from posttrain.train.sharded.session import release_followers
+    from posttrain.parallel.group import release_followers
+    from posttrain.parallel.mesh import init_group
 
     init_group(timeout_s)  # the rendezvous with the ranks just started
     atexit.register(release_followers, timeout_s)

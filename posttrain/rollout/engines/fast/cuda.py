@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from posttrain.rollout.fast.sampling import sample
+from posttrain.rollout.engines.fast.sampling import sample
 
 log = logging.getLogger(__name__)
 

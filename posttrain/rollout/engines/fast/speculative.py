@@ -27,10 +27,10 @@ import torch
 
 from posttrain.errors import ConfigError
 from posttrain.registry import registry
-from posttrain.rollout.fast.model import FastLM
-from posttrain.rollout.fast.prefill import prefill
-from posttrain.rollout.fast.seq import Seq
-from posttrain.rollout.fast.sampling import (STREAM_ACCEPT, STREAM_DRAFT, STREAM_RESIDUAL, RowParams, row_keys,
+from posttrain.rollout.engines.fast.model import FastLM
+from posttrain.rollout.engines.fast.prefill import prefill
+from posttrain.rollout.engines.fast.seq import Seq
+from posttrain.rollout.engines.fast.sampling import (STREAM_ACCEPT, STREAM_DRAFT, STREAM_RESIDUAL, RowParams, row_keys,
                                         sample_from_probs, uniforms, warp)
 
 speculator = registry("speculator").register

@@ -121,7 +121,7 @@ def sample(logits: torch.Tensor, rp: RowParams, pos: torch.Tensor, stream: int =
            ) -> tuple[torch.Tensor, torch.Tensor]:
     """Tokens [B] and their raw logprobs [B] from fp32 logits [B, V] at positions pos [B]."""
     if not rp.needs_warp and logits.device.type == "cpu" and logits.dtype == torch.float32 and fused_cpu():
-        from posttrain.rollout.fast import cpu_kernels# one pass per row in C: same noise, same draws
+        from posttrain.rollout.engines.fast import cpu_kernels# one pass per row in C: same noise, same draws
 
         return cpu_kernels.sample_rows(logits, rp.temperature, rp.seed, rp.sample, pos, stream,
                                        _col_keys(logits.shape[-1], logits.device))
@@ -144,7 +144,7 @@ def fused_cpu() -> bool:
     """Whether `sample` may use the C sampler (cpu_kernels) for unwarped CPU fp32 rows."""
     if not _FUSED["on"]:
         return False
-    from posttrain.rollout.fast import cpu_kernels
+    from posttrain.rollout.engines.fast import cpu_kernels
 
     return cpu_kernels.available()
 
