@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def rows_to_seqs(tok, rows):
-    """Chat rows (messages ending with the assistant's answer) -> SupervisedLoop sequences."""
+    """Chat rows (messages ending with the assistant's answer) -> the SFT loop's sequences."""
     from posttrain.train.sft import demo_sequences
     from posttrain.types import Message
 
@@ -82,7 +82,7 @@ def main() -> None:
     from posttrain.rollout import make_engine
     from posttrain.rollout.engine import GenRequest, SamplingParams
     from posttrain.train.rl import build_state, train_rl
-    from posttrain.train.sft import SupervisedLoop
+    from posttrain.train.sft import train_sequences
     from posttrain.verifiers.numeric import parse_number
 
     torch.set_num_threads(args.threads)
@@ -111,12 +111,9 @@ def main() -> None:
     print(f"ctx {args.ctx}, chunk budget {budget} tokens, short haystacks {short_len // 4}-{short_len} chars, "
           f"held-out docs {long_len} chars; SFT rows {len(seqs)} of {len(rows)}", flush=True)
 
-    loop = SupervisedLoop(model, tok.pad_token_id, seqs, args.sft_steps, args.sft_lr, 32, 20, args.seed)
-    for step in range(args.sft_steps):
-        loss = loop.step()
-        if (step + 1) % 100 == 0:
-            print(f"SFT step {step + 1}: loss {loss:.3f}", flush=True)
-    model.eval()
+    train_sequences(model, tok.pad_token_id, seqs, args.sft_steps, args.sft_lr, 32, 20, args.seed,
+                    on_step=lambda step, loss: (step + 1) % 100 or print(f"SFT step {step + 1}: loss {loss:.3f}",
+                                                                        flush=True))
     t_sft = time.perf_counter() - t0
 
     st = build_state(cfg, out, model, tok, short, [], sandbox=None)

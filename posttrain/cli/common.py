@@ -1,4 +1,5 @@
-"""Shared CLI helpers: the live progress display for long jobs, what an interrupt prints, `--plugin`."""
+"""Shared CLI helpers: `launch` (every training command's one way into a recipe), the live
+progress display for long jobs, what an interrupt prints, `--plugin`."""
 
 from __future__ import annotations
 
@@ -35,6 +36,28 @@ def interruptible(run_dir: Path, command: str, resumable: bool = True) -> Iterat
                else f"interrupted; this command does not resume: rerun it with --overwrite ({command} --overwrite)")
         print(f"posttrain: {msg}", file=sys.stderr)
         raise SystemExit(130) from None
+
+
+def launch(recipe: str, cfg: Any, run_dir: Path, command: str, resume: bool = False, overwrite: bool = False,
+           needs: Iterable[str] = ("tasks", "model", "rl")) -> dict:
+    """Check the config (every name, file and the engine/model pair), claim the run directory,
+    then run the recipe's pipeline (recipes/pipeline.py) with live progress: all checks before any
+    model work, and Ctrl-C says where the checkpoint is and how to resume (or that it cannot)."""
+    from posttrain.config_check import check_config
+    from posttrain.recipes.pipeline import get_recipe, run_recipe
+    from posttrain.store.run_dir import claim_run_dir, resume_message
+
+    r = get_recipe(recipe)
+    if resume and not r.resumable:
+        from posttrain.errors import ConfigError
+
+        raise ConfigError(f"--resume: `{command}` does not resume; rerun it with --overwrite")
+    check_config(cfg, needs=needs)
+    claim_run_dir(run_dir, resume=resume, overwrite=overwrite, command=command, resumable=r.resumable)
+    if resume:
+        typer.echo(resume_message(run_dir))
+    with interruptible(run_dir, command, resumable=r.resumable), PhaseProgress() as progress:
+        return run_recipe(r, cfg, run_dir, resume=resume, report=progress)
 
 
 class PhaseProgress:
@@ -81,6 +104,8 @@ class PhaseProgress:
             self.progress.update(self.tasks[phase], completed=info["step"], info=self._describe(phase, info))
             if not self.live:
                 self._line(phase, info)
+        elif phase == "log":  # a recipe's own line (the agent recipe's warm-up levels)
+            self.console.print(info["line"], highlight=False)
         elif phase == "eval":
             self.console.print(f"evaluating held-out tasks ({info['name']}): {info['n']} tasks")
         elif phase == "sft_check":

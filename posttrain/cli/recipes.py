@@ -1,26 +1,26 @@
-"""`posttrain sft CONFIG`, `posttrain dpo CONFIG`, `posttrain postmortem RUN`: thin calls into posttrain.train."""
+"""`posttrain sft CONFIG`, `posttrain dpo CONFIG` (the `sft` and `dpo` recipes, recipes/pipeline.py),
+`posttrain postmortem RUN`: thin calls into the library."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import List, Optional
 
 import typer
 
 
-def _prepare(config: Path, overrides: List[str], out: Optional[Path], overwrite: bool, plugins: List[Path],
-             needs: tuple[str, ...], command: str) -> tuple[Any, Path]:
-    """Load, check every name and file, then claim the run directory: all before any model work."""
+def _launch(recipe: str, config: Path, overrides: List[str], out: Optional[Path], overwrite: bool,
+            plugins: List[Path], needs: tuple[str, ...]) -> dict:
+    """Load, then the shared launcher: every name and file checked, the run directory claimed,
+    all before any model work (sft/dpo do not resume)."""
+    from posttrain.cli.common import launch
     from posttrain.config import load_config
-    from posttrain.config_check import check_config
-    from posttrain.store.run_dir import claim_run_dir
 
     cfg = load_config(config, overrides or [])
     cfg.plugins = [*cfg.plugins, *(str(p.resolve()) for p in plugins)]
-    check_config(cfg, needs=needs)
     run_dir = out or Path(cfg.out_dir) / cfg.name
-    return cfg, claim_run_dir(run_dir, overwrite=overwrite, command=command, resumable=False)  # sft/dpo: no --resume
+    return launch(recipe, cfg, run_dir, f"posttrain {recipe} {config}", overwrite=overwrite, needs=needs)
 
 
 _OVERWRITE = typer.Option(False, "--overwrite", help="replace an earlier run in the run directory")
@@ -37,13 +37,7 @@ def register(app: typer.Typer) -> None:
         plugin: List[Path] = _PLUGIN,
     ) -> None:
         """Supervised fine-tuning on chat JSONL (assistant-only loss, optional packing, eval loss)."""
-        from posttrain.cli.common import PhaseProgress, interruptible
-        from posttrain.train.sft import run_sft
-
-        cfg, run_dir = _prepare(config, overrides, out, overwrite, plugin, ("model",), "posttrain sft")
-        with interruptible(run_dir, f"posttrain sft {config}", resumable=False), PhaseProgress() as progress:
-            summary = run_sft(cfg, run_dir, report=progress)
-        typer.echo(json.dumps(summary, indent=2))
+        typer.echo(json.dumps(_launch("sft", config, overrides, out, overwrite, plugin, ("model",)), indent=2))
 
     @app.command()
     def dpo(
@@ -54,13 +48,7 @@ def register(app: typer.Typer) -> None:
         plugin: List[Path] = _PLUGIN,
     ) -> None:
         """Direct preference optimisation (sigmoid or IPO) on pairs from a file or an RL run."""
-        from posttrain.cli.common import PhaseProgress, interruptible
-        from posttrain.train.dpo import run_dpo
-
-        cfg, run_dir = _prepare(config, overrides, out, overwrite, plugin, ("model", "dpo"), "posttrain dpo")
-        with interruptible(run_dir, f"posttrain dpo {config}", resumable=False), PhaseProgress() as progress:
-            summary = run_dpo(cfg, run_dir, report=progress)
-        typer.echo(json.dumps(summary, indent=2))
+        typer.echo(json.dumps(_launch("dpo", config, overrides, out, overwrite, plugin, ("model", "dpo")), indent=2))
 
     @app.command()
     def postmortem(

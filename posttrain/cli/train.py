@@ -36,44 +36,41 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
 def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resume: Optional[Path],
          base: dict | None = None, overwrite: bool = False, command: str = "posttrain rl",
          plugins: List[Path] = ()) -> None:
-    from posttrain.cli.common import PhaseProgress, interruptible
+    from posttrain.cli.common import launch
     from posttrain.config import load_config
-    from posttrain.config_check import check_config
-    from posttrain.store.run_dir import claim_run_dir, resume_message
+    from posttrain.store.run_dir import claim_run_dir
 
     if resume is not None:
-        claim_run_dir(resume, resume=True)
+        claim_run_dir(resume, resume=True)  # a run directory, before its config.yaml is read
         cfg = load_config(resume / "config.yaml", overrides)
         run_dir = resume
     else:
         cfg = load_config(config, overrides, base=base)
         run_dir = out or Path(cfg.out_dir) / cfg.name
     cfg.plugins = [*cfg.plugins, *(str(p.resolve()) for p in plugins)]
-    check_config(cfg)  # every name, file and the engine/model pair, before any model work
-    claim_run_dir(run_dir, resume=resume is not None, overwrite=overwrite, command=command)
-    if resume is not None:
-        typer.echo(resume_message(run_dir))
-    from posttrain.recipes.quickstart import run_quickstart
-
-    with interruptible(run_dir, command), PhaseProgress() as progress:
-        summary = run_quickstart(cfg, run_dir, resume=resume is not None, report=progress)
+    summary = launch("rl", cfg, run_dir, command, resume=resume is not None, overwrite=overwrite)
     _print_summary(summary, run_dir)
 
 
 def _agent(config: Optional[Path], overrides: List[str], out: Optional[Path], overwrite: bool) -> None:
-    from posttrain.cli.common import interruptible
-    from posttrain.config_check import check_config
-    from posttrain.recipes.agent import agent_config, format_agent_summary, run_agent_quickstart
-    from posttrain.store.run_dir import claim_run_dir
+    from posttrain.cli.common import launch
+    from posttrain.recipes.agent import agent_config, format_agent_summary
 
     cfg = agent_config(config, overrides)
     run_dir = out or Path(cfg.out_dir) / cfg.name
-    check_config(cfg)
-    claim_run_dir(run_dir, overwrite=overwrite, command="posttrain quickstart --agent", resumable=False)
-    with interruptible(run_dir, "posttrain quickstart --agent", resumable=False):
-        summary = run_agent_quickstart(cfg, run_dir, log=lambda line: typer.echo(line))
+    summary = launch("agent", cfg, run_dir, "posttrain quickstart --agent", overwrite=overwrite)
     typer.echo("\n".join(format_agent_summary(summary)))
     typer.echo(f"run directory {run_dir}")
+
+
+def _vision(config: Optional[Path], overrides: List[str], out: Optional[Path], overwrite: bool) -> None:
+    from posttrain.cli.common import launch
+    from posttrain.recipes.vision import format_summary, vision_config
+
+    cfg = vision_config(config, overrides)
+    run_dir = out or Path(cfg.out_dir) / cfg.name
+    summary = launch("vision", cfg, run_dir, "posttrain quickstart --vision", overwrite=overwrite)
+    typer.echo("\n".join(format_summary(summary, run_dir)))
 
 
 def register(app: typer.Typer) -> None:
@@ -103,20 +100,7 @@ def register(app: typer.Typer) -> None:
             _agent(config, overrides or [], out, overwrite)
             return
         if vision:
-            from posttrain.cli.common import PhaseProgress
-            from posttrain.recipes.vision import format_summary, run_vision_quickstart, vision_config
-
-            from posttrain.cli.common import interruptible
-            from posttrain.config_check import check_config
-            from posttrain.store.run_dir import claim_run_dir
-
-            cfg = vision_config(config, overrides or [])
-            run_dir = out or Path(cfg.out_dir) / cfg.name
-            check_config(cfg)
-            claim_run_dir(run_dir, overwrite=overwrite, command="posttrain quickstart --vision", resumable=False)
-            with interruptible(run_dir, "posttrain quickstart --vision", resumable=False), PhaseProgress() as progress:
-                summary = run_vision_quickstart(cfg, run_dir, report=progress)
-            typer.echo("\n".join(format_summary(summary, run_dir)))
+            _vision(config, overrides or [], out, overwrite)
             return
         import copy
 

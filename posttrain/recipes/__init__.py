@@ -1,7 +1,10 @@
-"""Recipes: the pipelines a command runs (splits -> base model -> SFT -> eval -> RL -> eval ->
-summary) and their presets, as YAML files in `presets/` (see `presets.load_preset`).
+"""Recipes: the one pipeline every command runs (`pipeline.py`: splits -> base model -> SFT ->
+eval -> RL or DPO -> eval -> summary and report) and their presets, as YAML files in `presets/`
+(see `presets.load_preset`).
 
-`quickstart.py` is the text RL recipe (`posttrain quickstart`, `posttrain rl`), `vision.py`
-the image one (`posttrain quickstart --vision`). A recipe holds no algorithm logic: it calls
-train/, eval/ and rollout/. Ray is chosen here (`cluster.py`), never inside train/.
+Each recipe is a `pipeline.Recipe` registered by name, and says only what its stages do:
+`rl` in `quickstart.py` (`posttrain quickstart`, `posttrain rl`, the real-model presets),
+`vision` (`quickstart --vision`), `agent` (`quickstart --agent`), `sft` and `dpo`. A recipe
+holds no algorithm logic: it calls train/, eval/ and rollout/. Ray is chosen here
+(`cluster.py`), never inside train/.
 """

@@ -20,14 +20,13 @@ resumable: an interrupt keeps the RL checkpoints but a rerun starts over.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from posttrain.config import RunConfig, dump_config, load_config
+from posttrain.config import RunConfig, load_config
 from posttrain.recipes.agent_warmup import habit_trend, habits_until, sft_until
+from posttrain.recipes.pipeline import RunContext, recipe
 from posttrain.recipes.presets import load_preset
 
 Log = Callable[[str], None]
@@ -37,7 +36,7 @@ def agent_config(path: str | Path | None, overrides: Sequence[str]) -> RunConfig
     return load_config(path, overrides, base=load_preset("agent"))
 
 
-def warm_up(model: Any, tok: Any, train: list[Any], cfg: RunConfig, log: Log) -> list[float]:
+async def warm_up(model: Any, tok: Any, train: list[Any], cfg: RunConfig, log: Log) -> list[float]:
     """The recipe's warm-up of `model` in place (copy skill, then habits; step 2 above); the SFT losses."""
     from posttrain.rollout.agent.sft import plan_demonstrations
     from posttrain.rollout.agent.tasks import habit_tasks, reread_tasks
@@ -45,82 +44,122 @@ def warm_up(model: Any, tok: Any, train: list[Any], cfg: RunConfig, log: Log) ->
 
     r = cfg.agent.recipe
     val = train[:r.val_tasks]
-    demos = asyncio.run(plan_demonstrations(tok, reread_tasks(train, r.reread, cfg.seed)))
+    demos = await plan_demonstrations(tok, reread_tasks(train, r.reread, cfg.seed))
     if r.stop_at is None:
         losses = sft_on_demonstrations(model, tok, demos, steps=cfg.sft.steps, lr=cfg.sft.lr, batch_size=32,
                                        seed=cfg.seed)
     else:
-        losses = sft_until(model, tok, demos, val, cfg, log)
+        losses = await sft_until(model, tok, demos, val, cfg, log)
     if r.habits:  # the same tasks acted out as a base model would (agent_tasks.habit_tasks)
         gs, gl, rc = r.habits
-        mixed = asyncio.run(plan_demonstrations(tok, reread_tasks(habit_tasks(train, gs, gl, rc, cfg.seed),
-                                                                   r.reread, cfg.seed + 1)))
-        losses += habits_until(model, tok, mixed, val, cfg, log)
+        mixed = await plan_demonstrations(tok, reread_tasks(habit_tasks(train, gs, gl, rc, cfg.seed), r.reread,
+                                                            cfg.seed + 1))
+        losses += await habits_until(model, tok, mixed, val, cfg, log)
     return losses
 
 
 def run_agent_quickstart(cfg: RunConfig, run_dir: Path, log: Log = print) -> dict[str, Any]:
-    import torch
+    """The `agent` recipe through the one pipeline (recipes/pipeline.py); `log` gets its lines."""
+    from posttrain.recipes.pipeline import run_recipe
 
-    from posttrain.eval.agent_eval import agent_eval, sampled_steps, steps_change
-    from posttrain.eval.stats import mcnemar_exact
-    from posttrain.models.tiny import build_tiny
-    from posttrain.rollout.agent.tasks import product_tasks
-    from posttrain.tasks.splits import Splits, pin_splits
-    from posttrain.train.rl import build_state, train_rl
+    return run_recipe("agent", cfg, run_dir, report=lambda phase, info: log(_line(phase, info)) if _line(phase, info) else None)
 
-    r = cfg.agent.recipe
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    dump_config(cfg, run_dir / "config.yaml")
-    t0 = time.perf_counter()
-    model, tok = build_tiny(cfg.model.tiny, seed=cfg.seed)
-    train = product_tasks(r.n_train, cfg.seed, task_table=True)
-    held = product_tasks(r.n_eval, 10_000 + cfg.seed, exclude={t.prompt[-1].content for t in train}, task_table=True)
-    pin_splits(Splits(train, held), run_dir)  # replay, postmortem and eval read these exact tasks back
-    sft_losses = warm_up(model, tok, train, cfg, log)
-    t_sft = time.perf_counter() - t0
-    st = build_state(cfg, run_dir, model, tok, train, held, sandbox=None)
-    temp = cfg.rl.temperature
-    before = asyncio.run(agent_eval(st.engine, tok, held))
-    steps_before = asyncio.run(sampled_steps(st.engine, tok, held, r.step_samples, temp, cfg.seed))
-    log(f"before RL: held-out completion {before['rate']:.3f}, calculator called in {before['tool_rate']:.3f}, "
-        f"completion when called {before['pass_given_tool']:.3f}, avg steps on solved {before['steps_solved']:.2f}, "
-        f"re-read first {before['reread']:.3f} ({time.perf_counter() - t0:.0f}s)")
-    t_rl0 = time.perf_counter()
-    rows: list[dict] = []
 
-    def on_step(step: int, row: dict) -> None:
-        rows.append(row)
-        log(f"rl step {step}: reward {row['reward/mean']:.3f} step_s {row['time/step_s']:.1f}")
+def _line(phase: str, info: dict) -> str:
+    """A report event as the plain log line `run_agent_quickstart(log=...)` prints ("" for none)."""
+    if phase == "log":
+        return info["line"]
+    if phase == "rl":
+        return f"rl step {info['step'] - 1}: reward {info['reward/mean']:.3f} step_s {info['time/step_s']:.1f}"
+    return ""
 
-    asyncio.run(train_rl(st, on_step=on_step, budget_s=r.rl_minutes * 60))
-    t_rl = time.perf_counter() - t_rl0
-    after = asyncio.run(agent_eval(st.engine, tok, held))
-    steps_after = asyncio.run(sampled_steps(st.engine, tok, held, r.step_samples, temp, cfg.seed))
-    common = [k for k in before["passed"] if k in after["passed"]]
-    b = sum(before["passed"][k] and not after["passed"][k] for k in common)
-    c = sum(after["passed"][k] and not before["passed"][k] for k in common)
-    summary = {
-        "n_tasks": len(common), "before": sum(before["passed"][k] for k in common) / max(1, len(common)),
-        "after": sum(after["passed"][k] for k in common) / max(1, len(common)), "b": b, "c": c,
-        "p_value": mcnemar_exact(b, c), "sft_steps": len(sft_losses), "sft_final_loss": sft_losses[-1],
-        "steps_before": before["steps_solved"], "steps_after": after["steps_solved"],
-        "sampled_steps": steps_change(steps_before, steps_after),
-        "sampled_steps_per_task": {"before": steps_before, "after": steps_after},
-        "tool_rate": [before["tool_rate"], after["tool_rate"]], "reread": [before["reread"], after["reread"]],
-        "malformed": [before["malformed"], after["malformed"]],
-        "pass_given_tool": [before["pass_given_tool"], after["pass_given_tool"]],
-        "habit_trend": habit_trend(st.store, 20, 20), "rl_steps": st.step, "prompts": cfg.rl.prompts_per_step,
-        "group": cfg.rl.group_size, "temperature": temp, "step_samples": r.step_samples,
-        "wall_sft": t_sft, "wall_rl": t_rl, "wall_total": time.perf_counter() - t0, "cpu_s": time.process_time(),
-        "threads": cfg.threads or torch.get_num_threads(), "after_example": after["example"], "rows": rows}
-    (run_dir / "agent_summary.json").write_text(json.dumps(summary, default=str))
-    from posttrain.eval.run_report import write_run_report
 
-    write_run_report(run_dir, title="posttrain quickstart --agent")  # report.html, self-contained
-    return summary
+@recipe("agent")
+class AgentRL:
+    """The calculator agent (`posttrain quickstart --agent`): steps 1-5 of the module docstring."""
+
+    title = "posttrain quickstart --agent"
+    summary_file = "agent_summary.json"
+    sandboxed = False  # the calculator runs in process; external agents start their own processes
+    resumable = False
+
+    def splits(self, cfg: RunConfig) -> Any:
+        from posttrain.rollout.agent.tasks import product_tasks
+        from posttrain.tasks.splits import Splits
+
+        n_train, n_eval = cfg.agent.recipe.n_train, cfg.agent.recipe.n_eval
+        train = product_tasks(n_train, cfg.seed, task_table=True)
+        held = product_tasks(n_eval, 10_000 + cfg.seed, exclude={t.prompt[-1].content for t in train}, task_table=True)
+        return Splits(train, held)
+
+    async def base(self, ctx: RunContext) -> tuple[Any, Any]:
+        from posttrain.models.tiny import build_tiny
+
+        ctx.extra["t0"] = time.perf_counter()
+        return build_tiny(ctx.cfg.model.tiny, seed=ctx.cfg.seed)
+
+    async def warm_up(self, ctx: RunContext) -> tuple[Any, Any]:
+        log = lambda line: ctx.report("log", {"line": line})  # noqa: E731
+        ctx.extra["sft_losses"] = await warm_up(ctx.model, ctx.tok, ctx.splits.train, ctx.cfg, log)
+        ctx.extra["wall_sft"] = time.perf_counter() - ctx.extra["t0"]
+        return ctx.model, ctx.tok
+
+    async def evaluate(self, ctx: RunContext, when: str) -> dict[str, Any]:
+        from posttrain.eval.agent_eval import agent_eval, sampled_steps
+
+        st, held, r, t0 = ctx.rl_state(), ctx.splits.held_out, ctx.cfg.agent.recipe, ctx.extra["t0"]
+        res = await agent_eval(st.engine, ctx.tok, held)
+        res["sampled"] = await sampled_steps(st.engine, ctx.tok, held, r.step_samples, ctx.cfg.rl.temperature,
+                                             ctx.cfg.seed)
+        if when == "before":
+            ctx.report("log", {"line": f"before RL: held-out completion {res['rate']:.3f}, calculator called in "
+                               f"{res['tool_rate']:.3f}, completion when called {res['pass_given_tool']:.3f}, avg "
+                               f"steps on solved {res['steps_solved']:.2f}, re-read first {res['reread']:.3f} "
+                               f"({time.perf_counter() - t0:.0f}s)"})
+        return res
+
+    async def train(self, ctx: RunContext) -> None:
+        from posttrain.train.rl import train_rl
+
+        rows: list[dict] = ctx.extra.setdefault("rows", [])
+        t_rl0, total = time.perf_counter(), ctx.cfg.rl.steps
+
+        def on_step(step: int, row: dict) -> None:
+            rows.append(row)
+            ctx.report("rl", {"step": step + 1, "total": total, **row})
+
+        await train_rl(ctx.rl_state(), on_step=on_step, budget_s=ctx.cfg.agent.recipe.rl_minutes * 60)
+        ctx.extra["wall_rl"] = time.perf_counter() - t_rl0
+
+    def summarize(self, ctx: RunContext, before: dict, after: dict) -> dict:
+        import torch
+
+        from posttrain.eval.agent_eval import steps_change
+        from posttrain.eval.stats import mcnemar_exact
+
+        cfg, st, x = ctx.cfg, ctx.state, ctx.extra
+        common = [k for k in before["passed"] if k in after["passed"]]
+        b = sum(before["passed"][k] and not after["passed"][k] for k in common)
+        c = sum(after["passed"][k] and not before["passed"][k] for k in common)
+        losses = x["sft_losses"]
+        return {
+            "n_tasks": len(common), "before": sum(before["passed"][k] for k in common) / max(1, len(common)),
+            "after": sum(after["passed"][k] for k in common) / max(1, len(common)), "b": b, "c": c,
+            "p_value": mcnemar_exact(b, c), "sft_steps": len(losses), "sft_final_loss": losses[-1],
+            "steps_before": before["steps_solved"], "steps_after": after["steps_solved"],
+            "sampled_steps": steps_change(before["sampled"], after["sampled"]),
+            "sampled_steps_per_task": {"before": before["sampled"], "after": after["sampled"]},
+            "tool_rate": [before["tool_rate"], after["tool_rate"]], "reread": [before["reread"], after["reread"]],
+            "malformed": [before["malformed"], after["malformed"]],
+            "pass_given_tool": [before["pass_given_tool"], after["pass_given_tool"]],
+            "habit_trend": habit_trend(st.store, 20, 20), "rl_steps": st.step, "prompts": cfg.rl.prompts_per_step,
+            "group": cfg.rl.group_size, "temperature": cfg.rl.temperature, "step_samples": cfg.agent.recipe.step_samples,
+            "wall_sft": x["wall_sft"], "wall_rl": x["wall_rl"], "wall_total": time.perf_counter() - x["t0"],
+            "cpu_s": time.process_time(), "threads": cfg.threads or torch.get_num_threads(),
+            "after_example": after["example"], "rows": x["rows"]}
+
+    def finish(self, ctx: RunContext, summary: dict) -> None:
+        pass  # agent_summary.json and report.html (the pipeline's) are the whole record
 
 
 def format_agent_summary(s: dict[str, Any]) -> list[str]:

@@ -1,8 +1,8 @@
 """The agent recipe's warm-ups: SFT on oracle action plans until a measured level, then SFT on a
 base model's habits until a measured tool-call share (recipes/agent.py runs them).
 
-    losses = sft_until(model, tok, demos, val, cfg, log)      # copy skill: completion >= stop_at
-    losses += habits_until(model, tok, habit_demos, val, cfg, log)
+    losses = await sft_until(model, tok, demos, val, cfg, log)      # copy skill: completion >= stop_at
+    losses += await habits_until(model, tok, habit_demos, val, cfg, log)
 
 Both stop on a level measured greedily on training-pool tasks (`val`), never on held-out ones,
 so the choice of when to stop does not peek at the test set.
@@ -10,25 +10,24 @@ so the choice of when to stop does not peek at the test set.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from typing import Any, Callable, Sequence
 
 Log = Callable[[str], None]
 
 
-def validate(model: Any, tok: Any, val: Sequence[Any], cfg: Any) -> dict[str, Any]:
+async def validate(model: Any, tok: Any, val: Sequence[Any], cfg: Any) -> dict[str, Any]:
     """Greedy `agent_eval` of a snapshot of `model` on `val`; the model is left in train mode."""
     from posttrain.eval.agent_eval import agent_eval
     from posttrain.rollout import make_engine
 
     model.eval()
-    res = asyncio.run(agent_eval(make_engine(cfg.engine.name, copy.deepcopy(model), tok), tok, val))
+    res = await agent_eval(make_engine(cfg.engine.name, copy.deepcopy(model), tok), tok, val)
     model.train()
     return res
 
 
-def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], cfg: Any, log: Log) -> list[float]:
+async def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], cfg: Any, log: Log) -> list[float]:
     """SFT until greedy completion on `val` reaches agent.recipe.stop_at (checked every check_every steps).
 
     The copy skill appears abruptly (between steps 225 and 450 on seeds 0 and 1) or not at
@@ -52,7 +51,7 @@ def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], cf
         for step in range(s.steps):
             loop.step()
             if (step + 1) % r.check_every == 0:
-                res = validate(model, tok, val, cfg)
+                res = await validate(model, tok, val, cfg)
                 best = max(best, res["rate"])
                 log(f"SFT step {step + 1}: validation completion {res['rate']:.3f}, calculator called in "
                     f"{res['tool_rate']:.3f}, completion when called {res['pass_given_tool']:.3f}")
@@ -69,7 +68,7 @@ def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], cf
     return losses
 
 
-def habits_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], cfg: Any, log: Log) -> list[float]:
+async def habits_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], cfg: Any, log: Log) -> list[float]:
     """SFT on habit demonstrations until the greedy policy calls the calculator on a share of
     `val` inside habit_stop_band, with completion when it calls at least habit_min_copy (mid-way
     through the habit SFT the copy skill can dip while the re-check habit is being learned).
@@ -84,7 +83,7 @@ def habits_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any],
     for step in range(r.habit_steps):
         loop.step()
         if (step + 1) % r.check_every == 0:
-            res = validate(model, tok, val, cfg)
+            res = await validate(model, tok, val, cfg)
             log(f"habit step {step + 1}: validation calculator called in {res['tool_rate']:.3f}, "
                 f"completion when called {res['pass_given_tool']:.3f}")
             if lo <= res["tool_rate"] <= hi and res["pass_given_tool"] >= r.habit_min_copy:

@@ -1,7 +1,8 @@
-"""The quickstart: the whole post-training story on the embedded default, end to end.
+"""The `rl` recipe (`posttrain quickstart`, `posttrain rl`): the whole post-training story, end to end.
 
-    summary = run_quickstart(load_config(None, base=QUICKSTART_DEFAULTS), Path("runs/quickstart"))
+    summary = run_recipe("rl", load_config(None, base=QUICKSTART_DEFAULTS), Path("runs/quickstart"))
 
+Its stages, in the order recipes/pipeline.py runs them:
 1. build the tiny policy, save it with `save_pretrained`, load it back with `from_pretrained`
 2. generate seeded train tasks and a disjoint held-out split per domain
 3. SFT warm-up on oracle demonstrations
@@ -16,20 +17,17 @@ Every phase writes its result into the run directory, so `resume=True` skips wha
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from posttrain.config import RunConfig, dump_config
-from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnemar
+from posttrain.config import RunConfig
+from posttrain.eval.heldout import HeldoutResult, paired_mcnemar
 from posttrain.models.base import build_base
+from posttrain.recipes.pipeline import Report, RunContext, recipe
 from posttrain.recipes.presets import load_preset
-from posttrain.tasks.splits import Splits, make_splits, pin_splits
+from posttrain.tasks.splits import Splits, make_splits
 from posttrain.types import Task
-
-Report = Callable[[str, dict], None]  # phase, info -> progress display
 
 # What `posttrain quickstart` sets over the RunConfig defaults: presets/quickstart.yaml.
 QUICKSTART_DEFAULTS: dict[str, Any] = load_preset("quickstart")
@@ -117,7 +115,8 @@ def validation_tasks(cfg: RunConfig, splits: Splits) -> list[Task]:
     return out
 
 
-async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Report, runner: Any) -> tuple[Any, Any]:
+async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Report, runner: Any,
+                    base: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
     """SFT on oracle demonstrations; with `sft.stop_at_pass`, stop at the first check where
     validation pass@1 (mean over domains) reaches it. The tiny model's SFT curve has a sharp,
     seed-dependent phase transition, so a fixed step count lands anywhere from 8% to 99%;
@@ -130,9 +129,9 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     from posttrain.train.sft import SupervisedLoop, demo_sequences
 
     out = run_dir / "sft-model"
-    if (out / "config.json").is_file():
+    if (out / "config.json").is_file():  # a resumed run: the warm-up is done
         return load_policy(out)
-    model, tok = build_base(cfg, run_dir)
+    model, tok = base or build_base(cfg, run_dir)
     s = cfg.sft
     seqs = demo_sequences(tok, [(t.prompt, t.oracle) for t in splits.sft])
     loop = SupervisedLoop(model, tok.pad_token_id, seqs, s.steps, s.lr, s.batch_size, s.warmup_steps, cfg.seed,
@@ -209,7 +208,7 @@ def sft_record(run_dir: Path) -> dict:
     return out
 
 
-def summarize(before: HeldoutResult, after: HeldoutResult, wall_s: float, cfg: RunConfig, run_dir: Path) -> dict:
+def summarize(before: HeldoutResult, after: HeldoutResult, cfg: RunConfig, run_dir: Path) -> dict:
     overall = paired_mcnemar(before, after)
     return {
         "sft": sft_record(run_dir),
@@ -221,15 +220,16 @@ def summarize(before: HeldoutResult, after: HeldoutResult, wall_s: float, cfg: R
         "flips": {"pass_to_fail": overall.before_only, "fail_to_pass": overall.after_only},
         "domain_p_values": {d: paired_mcnemar(before, after, d).p_value for d in before.by_domain()},
         "infra_errors": {"before": before.infra_errors, "after": after.infra_errors},
-        "wall_s": wall_s,
     }
 
 
 def run_quickstart(cfg: RunConfig, run_dir: Path, resume: bool = False, report: Report | None = None,
                    sandbox: Any = None, rl_budget_s: float | None = None) -> dict:
-    """Run every phase in one event loop (the sandbox pool and verifier runner live on it).
-    `rl_budget_s` ends RL after that many seconds (equal-wall-time comparisons)."""
-    return asyncio.run(_quickstart(cfg, run_dir, resume, report, sandbox, rl_budget_s))
+    """The `rl` recipe through the one pipeline (recipes/pipeline.py). `rl_budget_s` ends RL after
+    that many seconds (equal-wall-time comparisons)."""
+    from posttrain.recipes.pipeline import run_recipe
+
+    return run_recipe("rl", cfg, run_dir, resume=resume, report=report, sandbox=sandbox, budget_s=rl_budget_s)
 
 
 def _tokenizer(cfg: RunConfig) -> Any:
@@ -245,62 +245,73 @@ def _tokenizer(cfg: RunConfig) -> Any:
     return AutoTokenizer.from_pretrained(hf_model_dir(cfg.model.path))
 
 
-async def _quickstart(cfg: RunConfig, run_dir: Path, resume: bool, report: Report | None, sandbox: Any,
-                      rl_budget_s: float | None = None) -> dict:
-    import copy
+@recipe("rl")
+class TextRL:
+    """Text tasks: splits -> base -> SFT on oracle demonstrations (with `sft.stop_at_pass`) -> eval ->
+    GRPO-family RL (train/rl.py) -> eval -> paired McNemar (`posttrain quickstart`, `posttrain rl`)."""
 
-    import torch
+    title = "posttrain quickstart"
+    summary_file = "summary.json"
+    sandboxed = True
+    resumable = True
 
-    from posttrain.recipes.cluster import cluster_engine_factory, run_sandbox
-    from posttrain.rollout import make_engine
-    from posttrain.train.rl import build_state, train_rl
-    from posttrain.verifiers.run import VerifierRunner
+    def splits(self, cfg: RunConfig) -> Splits:
+        return make_splits(cfg)
 
-    t0 = time.perf_counter()
-    report = report or (lambda phase, info: None)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    splits = make_splits(cfg)  # first: it refuses repeated task ids, and config.yaml is written only after the checks
-    run_dir.mkdir(parents=True, exist_ok=True)
-    dump_config(cfg, run_dir / "config.yaml")
-    sandbox = run_sandbox(cfg, sandbox)  # one pool per Ray node for cluster runs, behind the Sandbox protocol
-    pin_splits(splits, run_dir)
-    runner = VerifierRunner(sandbox, concurrency=4, retries=cfg.sandbox.retries)
-    from posttrain.rollout.tokenizer_checks import check_oracles_roundtrip
+    async def base(self, ctx: RunContext) -> tuple[Any, Any]:
+        from posttrain.rollout.tokenizer_checks import check_oracles_roundtrip
 
-    # SFT demonstrations and the format rule need every oracle to be text this tokenizer can emit
-    check_oracles_roundtrip(_tokenizer(cfg), [*splits.train, *splits.held_out])
-    if cfg.sft.steps == 0:  # a pretrained instruct model starts RL from its own behaviour: no copy, no warm-up
-        model, tok = build_base(cfg, run_dir)
-    else:
-        model, tok = await sft_phase(cfg, run_dir, splits, report, runner)
-    eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
-    before = await eval_phase("before", run_dir, eng, tok, splits.held_out, runner, cfg, report)
-    report("before", {"pass@1": before.by_domain()})
-    st = build_state(cfg, run_dir, model, tok, splits.rl, splits.held_out, sandbox, resume=resume,
-                     engine_factory=cluster_engine_factory(cfg))
-    await train_rl(st, on_step=lambda s, row: report("rl", {"step": s + 1, "total": cfg.rl.steps, **row}),
-                   budget_s=rl_budget_s)
-    after = await eval_phase("after", run_dir, st.engine, tok, splits.held_out, st.runner, cfg, report)
-    from posttrain.recipes.report import add_intervals, write_report
+        assert ctx.splits is not None  # SFT demonstrations and the format rule need every oracle to be text
+        check_oracles_roundtrip(_tokenizer(ctx.cfg), [*ctx.splits.train, *ctx.splits.held_out])  # it can emit
+        return build_base(ctx.cfg, ctx.run_dir)
 
-    summary = add_intervals(summarize(before, after, time.perf_counter() - t0, cfg, run_dir), before, after)
-    summary["warnings"] = dict(st.warnings)
-    if resume and (run_dir / "summary.json").is_file():
-        summary["wall_s"] += json.loads((run_dir / "summary.json").read_text()).get("wall_s", 0.0)
-    history = st.metrics.read()
-    plot_rewards(run_dir, history, before, after)
-    from posttrain.schedule.plots import plot_scheduler
+    async def warm_up(self, ctx: RunContext) -> tuple[Any, Any]:
+        if ctx.cfg.sft.steps == 0:  # a pretrained instruct model starts RL from its own behaviour: no warm-up
+            return ctx.model, ctx.tok
+        assert ctx.splits is not None
+        return await sft_phase(ctx.cfg, ctx.run_dir, ctx.splits, ctx.report, ctx.runner, (ctx.model, ctx.tok))
 
-    plot_scheduler(run_dir, history)  # the scheduler's page of the run report
-    from posttrain.distributed.plots import plot_cluster  # no Ray: it reads the metrics rows
+    async def evaluate(self, ctx: RunContext, when: str) -> HeldoutResult:
+        import copy
 
-    plot_cluster(run_dir, history)  # cluster.png, only when the run used a Ray cluster
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    write_report(run_dir, summary, Path(cfg.model.path).name if cfg.model.path else "tiny default model")
-    st.metrics.close()
-    st.store.close()
-    from posttrain.eval.run_report import write_run_report
+        from posttrain.rollout import make_engine
 
-    write_run_report(run_dir, title=f"posttrain quickstart: {cfg.name}")  # report.html, self-contained
-    return summary
+        assert ctx.splits is not None
+        cfg = ctx.cfg
+        if when == "before":  # the warmed-up policy on its own engine; RL builds its engine from the same weights
+            eng, runner = make_engine(cfg.engine.name, copy.deepcopy(ctx.model), ctx.tok, **cfg.engine.args), ctx.runner
+        else:
+            eng, runner = ctx.state.engine, ctx.state.runner
+        res = await eval_phase(when, ctx.run_dir, eng, ctx.tok, ctx.splits.held_out, runner, cfg, ctx.report)
+        if when == "before":
+            ctx.report("before", {"pass@1": res.by_domain()})
+        return res
+
+    async def train(self, ctx: RunContext) -> None:
+        from posttrain.recipes.cluster import cluster_engine_factory
+        from posttrain.train.rl import train_rl
+
+        st = ctx.rl_state(engine_factory=cluster_engine_factory(ctx.cfg))
+        total = ctx.cfg.rl.steps
+        await train_rl(st, on_step=lambda s, row: ctx.report("rl", {"step": s + 1, "total": total, **row}),
+                       budget_s=ctx.budget_s)
+
+    def summarize(self, ctx: RunContext, before: HeldoutResult, after: HeldoutResult) -> dict:
+        from posttrain.recipes.report import add_intervals
+
+        summary = add_intervals(summarize(before, after, ctx.cfg, ctx.run_dir), before, after)
+        summary["warnings"] = dict(ctx.state.warnings)
+        ctx.extra["evals"] = (before, after)
+        return summary
+
+    def finish(self, ctx: RunContext, summary: dict) -> None:
+        from posttrain.distributed.plots import plot_cluster  # no Ray: it reads the metrics rows
+        from posttrain.recipes.report import write_report
+        from posttrain.schedule.plots import plot_scheduler
+
+        cfg, run_dir = ctx.cfg, ctx.run_dir
+        history = ctx.state.metrics.read()
+        plot_rewards(run_dir, history, *ctx.extra["evals"])
+        plot_scheduler(run_dir, history)  # the scheduler's page of the run report
+        plot_cluster(run_dir, history)  # cluster.png, only when the run used a Ray cluster
+        write_report(run_dir, summary, Path(cfg.model.path).name if cfg.model.path else "tiny default model")

@@ -21,21 +21,19 @@ kernels): about 3x faster than `hf` here, which buys 1500 RL steps in about 4 mi
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from posttrain.config import RunConfig, dump_config, load_config
-from posttrain.recipes.presets import load_preset
-from posttrain.tasks.splits import make_splits, pin_splits
+from posttrain.config import RunConfig, load_config
 from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnemar
+from posttrain.recipes.pipeline import Report, RunContext, recipe
+from posttrain.recipes.presets import load_preset
+from posttrain.tasks.splits import Splits, make_splits
 from posttrain.train.vision_base import build_base_vlm, pretrain_images  # noqa: F401  (pretrain_images re-exported)
 from posttrain.types import Message, Task
-
-Report = Callable[[str, dict], None]
 
 VISION_DEFAULTS: dict[str, Any] = load_preset("vision")  # presets/vision.yaml
 
@@ -73,14 +71,15 @@ def alt_text_task(task: Task) -> Task:
     return dataclasses.replace(task, id=task.id + "/alt", prompt=tuple(msgs))
 
 
-def sft_phase(cfg: RunConfig, run_dir: Path, train: list[Task], report: Report) -> tuple[Any, Any]:
+def sft_phase(cfg: RunConfig, run_dir: Path, train: list[Task], report: Report,
+              base: tuple[Any, Any]) -> tuple[Any, Any]:
     from posttrain.models.vlm import load_vlm, save_vlm
     from posttrain.train.vision_sft import vision_sft_train
 
     out = run_dir / "sft-model"
     if (out / "config.json").is_file():
         return load_vlm(out)
-    model, tok = build_base_vlm(cfg, run_dir, train, report)
+    model, tok = base
     losses, errors = vision_sft_train(model, tok, train, cfg.sft, seed=cfg.seed,
                                       on_step=lambda s, l: report("sft", {"step": s + 1, "total": cfg.sft.steps, "loss": l}))
     (run_dir / "sft_losses.json").write_text(json.dumps({"losses": losses, "prompt_errors": errors[:20]}))
@@ -142,7 +141,7 @@ def _cmp(a: HeldoutResult, b: HeldoutResult) -> dict:
                         for d in sorted(a.by_domain())}}
 
 
-def summarize(before: dict[str, HeldoutResult], after: dict[str, HeldoutResult], wall_s: float, phases: dict) -> dict:
+def summarize(before: dict[str, HeldoutResult], after: dict[str, HeldoutResult]) -> dict:
     return {
         "rl_gain": _cmp(before["image"], after["image"]),
         "blank_control": _cmp(after["blank"], after["image"]),  # to - from = what the pixels add after RL
@@ -150,59 +149,75 @@ def summarize(before: dict[str, HeldoutResult], after: dict[str, HeldoutResult],
         "pass@1": {f"{when}/{c}": r.mean_over_domains() for when, d in (("before", before), ("after", after))
                    for c, r in d.items()},
         "infra_errors": {f"{w}/{c}": r.infra_errors for w, d in (("before", before), ("after", after)) for c, r in d.items()},
-        "wall_s": wall_s, "phase_s": phases,
     }
 
 
 def run_vision_quickstart(cfg: RunConfig, run_dir: Path, report: Report | None = None) -> dict:
-    return asyncio.run(_run(cfg, Path(run_dir), report or (lambda phase, info: None)))
+    """The `vision` recipe through the one pipeline (recipes/pipeline.py)."""
+    from posttrain.recipes.pipeline import run_recipe
+
+    return run_recipe("vision", cfg, Path(run_dir), report=report)
 
 
-async def _run(cfg: RunConfig, run_dir: Path, report: Report) -> dict:
-    import copy
+@recipe("vision")
+class VisionRL:
+    """Image tasks on the tiny VLM, with the blank-image and alt-text controls (module docstring)."""
 
-    import torch
+    title = "posttrain quickstart --vision"
+    summary_file = "summary.json"
+    sandboxed = False  # chart, ui and drawing are checked in process
+    resumable = False
 
-    from posttrain.rollout import make_engine
-    from posttrain.models.vlm import save_vlm
-    from posttrain.train.rl import build_state, train_rl
-    from posttrain.verifiers.run import VerifierRunner
+    def splits(self, cfg: RunConfig) -> Splits:
+        return make_splits(cfg, images=True)
 
-    t0, c0 = time.perf_counter(), time.process_time()
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    splits = make_splits(cfg, images=True)  # first: it refuses repeated task ids before anything is written
-    run_dir.mkdir(parents=True, exist_ok=True)
-    dump_config(cfg, run_dir / "config.yaml")
-    pin_splits(splits, run_dir)  # replay and postmortem read these exact tasks (and their images) back
-    train, held = splits.train, splits.held_out
-    phases = {"tasks_s": time.perf_counter() - t0}
-    model, tok = sft_phase(cfg, run_dir, train, report)
-    if cfg.model.vision is not None:  # the decode budget for every image prompt of this run
-        tok.max_image_side = cfg.model.vision.max_image_side
-    phases["sft_s"] = time.perf_counter() - t0 - sum(phases.values())
-    runner = VerifierRunner(None, concurrency=4, retries=cfg.sandbox.retries)
-    eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
-    before = await evaluate_conditions(eng, tok, held, runner, cfg.eval.max_new_tokens, report, "before")
-    report("before", {"pass@1": before["image"].by_domain()})
-    phases["eval_before_s"] = time.perf_counter() - t0 - sum(phases.values())
-    st = build_state(cfg, run_dir, model, tok, train, held, None)
-    await train_rl(st, on_step=lambda s, row: report("rl", {"step": s + 1, "total": cfg.rl.steps, **row}))
-    phases["rl_s"] = time.perf_counter() - t0 - sum(phases.values())
-    after = await evaluate_conditions(st.engine, tok, held, st.runner, cfg.eval.max_new_tokens, report, "after")
-    phases["eval_after_s"] = time.perf_counter() - t0 - sum(phases.values())
-    save_vlm(st.model, tok, run_dir / "final-model")
-    summary = summarize(before, after, time.perf_counter() - t0, phases)
-    summary["questions"] = question_breakdown(held, before["image"], after["image"])
-    summary["cpu_s"] = time.process_time() - c0  # all threads: on a shared machine wall time overstates cost
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    st.metrics.close()
-    st.store.close()
-    from posttrain.eval.run_report import write_run_report
+    async def base(self, ctx: RunContext) -> tuple[Any, Any]:
+        assert ctx.splits is not None
+        ctx.extra["c0"] = time.process_time()
+        return build_base_vlm(ctx.cfg, ctx.run_dir, ctx.splits.train, ctx.report)  # tower pretrained on train images
 
-    write_run_report(run_dir, title="posttrain quickstart --vision")  # report.html, self-contained
-    return summary
+    async def warm_up(self, ctx: RunContext) -> tuple[Any, Any]:
+        assert ctx.splits is not None
+        model, tok = sft_phase(ctx.cfg, ctx.run_dir, ctx.splits.train, ctx.report, (ctx.model, ctx.tok))
+        if ctx.cfg.model.vision is not None:  # the decode budget for every image prompt of this run
+            tok.max_image_side = ctx.cfg.model.vision.max_image_side
+        return model, tok
 
+    async def evaluate(self, ctx: RunContext, when: str) -> dict[str, HeldoutResult]:
+        import copy
+
+        from posttrain.rollout import make_engine
+
+        assert ctx.splits is not None
+        cfg = ctx.cfg
+        if when == "before":
+            eng = make_engine(cfg.engine.name, copy.deepcopy(ctx.model), ctx.tok, **cfg.engine.args)
+        else:
+            eng = ctx.state.engine
+        res = await evaluate_conditions(eng, ctx.tok, ctx.splits.held_out, ctx.runner, cfg.eval.max_new_tokens,
+                                        ctx.report, when)
+        if when == "before":
+            ctx.report("before", {"pass@1": res["image"].by_domain()})
+        return res
+
+    async def train(self, ctx: RunContext) -> None:
+        from posttrain.models.vlm import save_vlm
+        from posttrain.train.rl import train_rl
+
+        assert ctx.splits is not None
+        st = ctx.rl_state(tasks=ctx.splits.train)
+        await train_rl(st, on_step=lambda s, row: ctx.report("rl", {"step": s + 1, "total": ctx.cfg.rl.steps, **row}))
+        save_vlm(st.model, ctx.tok, ctx.run_dir / "final-model")
+
+    def summarize(self, ctx: RunContext, before: dict, after: dict) -> dict:
+        assert ctx.splits is not None
+        summary = summarize(before, after)
+        summary["questions"] = question_breakdown(ctx.splits.held_out, before["image"], after["image"])
+        summary["cpu_s"] = time.process_time() - ctx.extra["c0"]  # all threads: wall time overstates a shared machine
+        return summary
+
+    def finish(self, ctx: RunContext, summary: dict) -> None:
+        pass  # report.html (the pipeline's) holds the curves; the controls are in the summary
 
 
 def format_summary(s: dict, run_dir: Path) -> list[str]:

@@ -166,16 +166,17 @@ def _trunc(e: Encoded, max_len: int) -> Encoded:
     return truncate(e, max_len)
 
 
-def sft_data(cfg: Any, tok: Any) -> tuple[list[Encoded], list[Encoded]]:
+def sft_data(cfg: Any, tok: Any, splits: Any = None) -> tuple[list[Encoded], list[Encoded]]:
     """(train, eval) items: from `sft.data` JSONL (eval from `sft.eval_data` or a seeded
-    `sft.eval_frac` split), or else oracle demonstrations of the configured task domains."""
+    `sft.eval_frac` split), or else oracle demonstrations of the configured task domains
+    (`splits`, or `make_splits(cfg)`)."""
     from posttrain.train.chat_data import encode_all, load_sft_jsonl
 
     s = cfg.sft
     if s.data is None:
         from posttrain.tasks.splits import make_splits
 
-        sp = make_splits(cfg)
+        sp = splits or make_splits(cfg)
         demo = lambda ts: [(*t.prompt, Message("assistant", t.oracle)) for t in ts if t.oracle is not None]  # noqa: E731
         return encode_all(tok, demo(sp.train), "oracle demos"), encode_all(tok, demo(sp.held_out), "held-out demos")
     train = encode_all(tok, load_sft_jsonl(s.data), s.data)
@@ -187,52 +188,3 @@ def sft_data(cfg: Any, tok: Any) -> tuple[list[Encoded], list[Encoded]]:
     random.Random(cfg.seed).shuffle(order)
     k = max(1, int(len(train) * s.eval_frac))
     return [train[i] for i in order[k:]], [train[i] for i in order[:k]]
-
-
-def run_sft(cfg: Any, run_dir: Any, report: Callable[[str, dict], None] | None = None) -> dict:
-    """The `posttrain sft CONFIG` recipe: base model -> SFT -> `run_dir/model` (+ metrics, summary)."""
-    import json
-    from pathlib import Path
-
-    from posttrain.config import dump_config
-    from posttrain.models import save_policy
-    from posttrain.store.metrics import run_metrics
-    from posttrain.train.lora import export_model, prepare_model
-    from posttrain.models.base import build_base
-
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    dump_config(cfg, run_dir / "config.yaml")
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    model, tok = build_base(cfg, run_dir)
-    train, evals = sft_data(cfg, tok)
-    model = prepare_model(model, cfg.trainer)
-    metrics = run_metrics(cfg, run_dir, "sft")  # metrics.jsonl + log.trackers (tensorboard by default)
-    report = report or (lambda phase, info: None)
-    before = eval_loss(model, evals, tok.pad_token_id, cfg.sft.pack, cfg.sft.max_len) if evals else None
-
-    def on_step(step: int, row: dict) -> None:
-        metrics.log(step, row)
-        report("sft", {"step": step + 1, "total": cfg.sft.steps, **row})
-
-    try:
-        import os
-
-        from posttrain.registry import registry
-
-        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # rank 0 of N: the same batches on FSDP2/TP shards
-            hist, model = registry("sharded_trainer").get("sft")(cfg, model, tok.pad_token_id, train, on_step)
-        else:
-            hist = train_encoded(model, tok.pad_token_id, train, cfg.sft, cfg.trainer, cfg.seed, evals, on_step)
-    finally:
-        metrics.close()
-    out = save_policy(export_model(model), tok, run_dir / "model")
-    summary = {"model": str(out), "n_train": len(train), "n_eval": len(evals), "steps": cfg.sft.steps,
-               "final_loss": hist[-1]["loss"] if hist else None, "eval_loss_before": before,
-               "eval_loss_after": next((r["eval/loss"] for r in reversed(hist) if "eval/loss" in r), None)}
-    (run_dir / "sft_summary.json").write_text(json.dumps(summary, indent=2))
-    from posttrain.eval.run_report import write_run_report
-
-    write_run_report(run_dir, title="posttrain sft")  # report.html: the loss curves
-    return summary

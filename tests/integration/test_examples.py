@@ -45,3 +45,18 @@ def test_agent_quickstart_pins_the_tasks_it_trained_and_evaluated_on(tmp_path):
     assert pinned is not None and len(pinned.held_out) == held and pinned.train
     assert {t.id for t in pinned.train}.isdisjoint(t.id for t in pinned.held_out)
     assert all("calculator" in t.environment.tools and t.environment.files for t in pinned.held_out)  # tools, tables
+
+
+def test_agent_quickstart_measured_warm_ups_check_their_levels_and_print_them(tmp_path):
+    """The copy-skill SFT and the habit SFT each stop on a level measured on training-pool tasks."""
+    out = tmp_path / "agent"
+    small = [a for a in AGENT_SMALL if not a.startswith(("agent.recipe.stop_at", "agent.recipe.habits", "sft.steps"))]
+    r = subprocess.run(CLI + ["quickstart", "--agent", "--out", str(out), *small, "sft.steps=4",
+                              "agent.recipe.stop_at=0.99", "agent.recipe.check_every=2", "agent.recipe.val_tasks=2",
+                              "agent.recipe.habits=[0.9,0.3,0.3]", "agent.recipe.habit_steps=2"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "SFT step 2: validation completion" in r.stdout and "SFT step 4: validation completion" in r.stdout
+    assert "habit step 2: validation calculator called in" in r.stdout
+    s = json.loads((out / "agent_summary.json").read_text())
+    assert s["sft_steps"] == 4 + 2  # the copy-skill steps, then the habit steps

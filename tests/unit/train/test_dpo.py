@@ -136,20 +136,20 @@ def test_pairs_from_run_take_best_against_worst_per_task(tmp_path):
 
 
 def test_dpo_config_needs_exactly_one_source(tmp_path):
-    from posttrain.train.dpo import run_dpo
+    from posttrain.recipes.pipeline import run_recipe
 
     with pytest.raises(ConfigError, match="exactly one of dpo.data"):
-        run_dpo(load_config(None, TINY), tmp_path)
+        run_recipe("dpo", load_config(None, TINY), tmp_path)
 
 
 def test_lora_target_that_does_not_exist_is_named(tmp_path):
     pytest.importorskip("peft")
-    from posttrain.train.dpo import run_dpo
+    from posttrain.recipes.pipeline import run_recipe
 
     p = _write(tmp_path, [{"prompt": "a", "chosen": "b", "rejected": "c"}] * 2)
     cfg = load_config(None, TINY + [f"dpo.data={p}", "dpo.steps=1", "trainer.lora={target_modules: [qkv_proj]}"])
     with pytest.raises(ConfigError, match="no module named 'qkv_proj'.*q_proj"):
-        run_dpo(cfg, tmp_path / "run")
+        run_recipe("dpo", cfg, tmp_path / "run")
 
 
 @pytest.mark.slow
@@ -158,6 +158,7 @@ def test_dpo_recipe_learns_held_out_preferences_with_reference_computed_once(tmp
     if lora:
         pytest.importorskip("peft")
     import posttrain.train.dpo as dpo
+    from posttrain.recipes.pipeline import run_recipe
 
     calls = []
     real = dpo.reference_logprobs
@@ -168,7 +169,7 @@ def test_dpo_recipe_learns_held_out_preferences_with_reference_computed_once(tmp
                    "dpo.eval_every=25", "dpo.eval_frac=0.25", "dpo.beta=0.5"]
     if lora:
         over += ["trainer.lora={r: 4, target_modules: [q_proj, v_proj, o_proj, up_proj, down_proj]}", "dpo.lr=1e-2"]
-    s = dpo.run_dpo(load_config(None, over), tmp_path / "run")
+    s = run_recipe("dpo", load_config(None, over), tmp_path / "run")
     assert calls == [30, 10]  # train and held-out pairs, each once, before training
     assert s["eval_after"]["eval/loss"] < s["eval_before"]["eval/loss"]
     assert s["eval_after"]["eval/accuracy"] >= 0.8

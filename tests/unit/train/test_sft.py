@@ -107,7 +107,7 @@ def test_bad_jsonl_rows_name_file_line_and_field(tmp_path, line, match):
 @pytest.mark.slow
 def test_sft_recipe_lowers_eval_loss_and_writes_a_loadable_model(tmp_path):
     from posttrain.models import load_policy
-    from posttrain.train.sft import run_sft
+    from posttrain.recipes.pipeline import run_recipe
 
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps({"prompt": f"{a}+{b}=", "completion": str(a + b)}) + "\n"
@@ -116,7 +116,7 @@ def test_sft_recipe_lowers_eval_loss_and_writes_a_loadable_model(tmp_path):
                              "sft.pack=true", "sft.max_len=64", "sft.lr=1e-2", "threads=1",
                              "model.tiny.hidden_size=32", "model.tiny.intermediate_size=64",
                              "model.tiny.num_attention_heads=2", "model.tiny.num_key_value_heads=2"])
-    s = run_sft(cfg, tmp_path / "run")
+    s = run_recipe("sft", cfg, tmp_path / "run")
     assert s["n_eval"] == 10 and s["n_train"] == 90
     assert s["eval_loss_after"] < 0.6 * s["eval_loss_before"]
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]

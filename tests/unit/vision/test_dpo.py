@@ -99,14 +99,14 @@ def test_image_pairs_for_a_text_only_model_name_the_row_and_the_model(tmp_path):
 def test_posttrain_dpo_recipe_trains_a_vlm_on_an_image_pairs_file(tmp_path):
     from posttrain.config import load_config
     from posttrain.models.vlm import load_vlm
-    from posttrain.train.dpo import run_dpo
+    from posttrain.recipes.pipeline import run_recipe
 
     tasks = make_tasks("chart", n=24, seed=3)
     save_image_pairs(tasks, _other(tasks), tmp_path / "pairs.jsonl")
     cfg = load_config(None, ["model.vision={image_size: 32, patch_size: 8}", f"dpo.data={tmp_path / 'pairs.jsonl'}",
                              "dpo.steps=15", "dpo.batch_size=8", "dpo.lr=1e-3", "dpo.eval_every=15",
                              "dpo.eval_frac=0.25", "threads=1"])
-    s = run_dpo(cfg, tmp_path / "run")
+    s = run_recipe("dpo", cfg, tmp_path / "run")
     assert s["n_pairs"] == 18 and s["eval_after"]["eval/loss"] < s["eval_before"]["eval/loss"]
     model, tok = load_vlm(tmp_path / "run" / "model")  # saved with its processor, loadable as a VLM
     assert model.config.vision_config is not None and tok.processor is not None
@@ -114,6 +114,7 @@ def test_posttrain_dpo_recipe_trains_a_vlm_on_an_image_pairs_file(tmp_path):
 
 def test_dpo_from_an_image_run_is_refused_by_name(vlm, tmp_path, monkeypatch):
     import posttrain.train.dpo as dpo
+    from posttrain.recipes.pipeline import run_recipe
     from posttrain.config import load_config
     from posttrain.errors import ConfigError
 
@@ -122,4 +123,4 @@ def test_dpo_from_an_image_run_is_refused_by_name(vlm, tmp_path, monkeypatch):
     monkeypatch.setattr(dpo, "pairs_from_run", lambda run, gap: from_run)
     cfg = load_config(None, ["model.vision={image_size: 32, patch_size: 8}", f"dpo.from_run={tmp_path}", "threads=1"])
     with pytest.raises(ConfigError, match="holds image prompts.*dpo.data"):
-        dpo.run_dpo(cfg, tmp_path / "run")
+        run_recipe("dpo", cfg, tmp_path / "run")
