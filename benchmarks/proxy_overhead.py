@@ -1,36 +1,62 @@
 """Per-call overhead of the token-capturing proxy over a direct `engine.generate` call.
 
-    .venv/bin/python benchmarks/proxy_overhead.py [--calls 60] [--max-tokens 8]
+    .venv/bin/python benchmarks/proxy_overhead.py [--calls 40] [--max-tokens 8] [--direct-runs 3]
 
-One server process (tiny default model, `fast` engine, greedy, `--max-tokens` new tokens,
-the proxy behind a real uvicorn server on a loopback port) and one agent process, as an
-external agent runs: the agent drives an episode, each call sending the whole history so
-far plus one new tool message, so every call takes the proxy's continuation path (exact
-previous ids + the new message's ids). The two processes take turns over a pipe: the agent
-makes one call and reports its wall time, then the server process sends the same prompt
-ids (as the proxy recorded them) and parameters to `engine.generate` directly, on the same
-engine, while the agent waits. The prefix cache is emptied before each of the two, so both
-prefill the whole prompt (otherwise the second would find the first's blocks). Overhead = the call's wall time in the agent minus the
-direct call's; median and p90 over the calls (3 warm-up calls dropped).
+What is measured, per model call of an episode:
+
+    call - direct = the proxy call's wall time in the agent process
+                    - the wall time of a direct `engine.generate` with the same prompt ids and
+                      SamplingParams on the same engine, from the same prefix-cache state
+    null          = the client's own cost: the same client sending the same request to a null
+                    server, which runs that direct `generate` in its handler and answers a fixed
+                    reply at once; its wall time in the agent minus that `generate`'s: request
+                    building, one loopback round trip, reading the reply, all of it with the client
+                    waiting as long as for a model call (which an agent pays against any server)
+    net           = (call - direct) - null: what the proxy adds
+
+Setup: one server process (tiny default model, `fast` engine, greedy, `--max-tokens` new
+tokens, the proxy behind a real uvicorn server on a loopback port, the null server on another)
+and two agent processes with the same client, one talking to the proxy, one to the null server.
+The proxy agent drives one episode: each call sends the whole history so far plus one new tool
+message, with the task's tool schema (as examples/agents/react_agent.py does), so every call
+takes the proxy's continuation path (exact previous ids + the new message's ids); the null agent
+keeps the same history (the proxy's replies). The processes take turns over pipes, so nothing
+else runs while one is timed. For call i:
+
+  1. the prefix cache is emptied and re-filled with call i-1's prompt and completion (one
+     `generate` of those ids on the engine-loop thread, the last sampled token excepted): the
+     state a real episode is in, its earlier turns cached (call 0 starts empty);
+  2. the proxy agent makes call i and reports its wall time (`t0` before building the request,
+     `t1` after reading the reply's text); the ids and SamplingParams the engine loop received
+     are recorded at `EngineLoop.submit`;
+  3. `--direct-runs` times: step 1's cache state again, then the null agent makes call i; the
+     null server times `generate` (the body of `engine.generate`, `_generate`, inside the
+     engine's lock) on step 2's ids and params. The median of those is the call's direct time,
+     the median of the null calls' (wall - generate) its null.
+
+So the direct call runs where the proxy's engine work runs, right after a request arrived at an
+idle server, and the client waits the same time in both: the two paths differ by the proxy's own
+work (HTTP routing, parsing, prompt building, the hand-offs to and from the engine-loop thread,
+the reply). Per row: median and p90 over the calls; the first 3 calls of each episode are dropped.
+For reference, `generate` is also timed back to back after the cache fill on the engine-loop
+thread, nothing between (warm caches, which a call after an idle moment does not find): the
+script prints how much faster that is; against it every net would be about that much larger.
 
 Rows, each its own episode:
-  proxy, http.client    the agent posts JSON with the standard library's keep-alive HTTP
-                        client, the lightest there is: what the proxy itself adds
-  proxy, httpx          the same with httpx (the transport under the openai client)
-  proxy, openai client  the same calls through the official `openai` client (adds the
-                        client's own request building and response parsing)
+  proxy, http.client    the standard library's keep-alive HTTP client, the lightest there is
+  proxy, httpx          httpx (the transport under the openai client)
+  proxy, openai client  the official `openai` client (its own request building and response
+                        parsing cost more than the proxy: see its null line)
   plain route, openai   `/v1/chat/completions`, no capture, the whole history re-rendered
-  in-server part        route entry to last token recorded, minus the direct call (no
-                        HTTP, no client): prompt building and the engine-loop hand-off
-  null server, <client> the same client and history against a server that returns a fixed
-                        reply at once (no model): the client's own cost plus one loopback
-                        round trip, which an agent pays against any server. The proxy's
-                        own share of a row is that row minus its client's null row.
+  in-server             (proxy rows) the request's body received to the reply's ids recorded
+                        (`CapturedCall.wall_s`) minus the direct time: the proxy's own work and its
+                        two hand-offs to and from the engine-loop thread; no HTTP, no client
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import subprocess
@@ -45,15 +71,18 @@ AGENT = textwrap.dedent("""
     import http.client, json, sys, time
     from urllib.parse import urlsplit
     import httpx, openai
-    base, mode, n, max_tokens = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    base, mode, max_tokens, tools = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
     raw = httpx.Client(timeout=60)
     client = openai.OpenAI(base_url=base, api_key="x", max_retries=0)
     u = urlsplit(base)
     conn = http.client.HTTPConnection(u.hostname, u.port)  # keep-alive, as httpx and openai keep theirs
-    msgs = [{"role": "user", "content": "What is 2*3?"}]
-    for i in range(n):
-        sys.stdin.readline()  # the server side's turn is over
-        body = {"model": "tiny", "messages": msgs, "temperature": 0, "max_tokens": max_tokens}
+    msgs, i = [{"role": "user", "content": "What is 2*3?"}], 0
+    for line in sys.stdin:  # "call": one timed call; else the proxy's reply text: the history moves on
+        cmd = json.loads(line)
+        if cmd != "call":
+            msgs, i = msgs + [{"role": "assistant", "content": cmd}, {"role": "tool", "content": f"obs {i}"}], i + 1
+            continue
+        body = {"model": "tiny", "messages": msgs, "tools": tools, "temperature": 0, "max_tokens": max_tokens}
         t0 = time.perf_counter()
         if mode == "stdlib":
             conn.request("POST", u.path + "/chat/completions", json.dumps(body), {"content-type": "application/json"})
@@ -68,16 +97,20 @@ AGENT = textwrap.dedent("""
         else:
             text = client.chat.completions.create(**body).choices[0].message.content
         wall = time.perf_counter() - t0
-        print(json.dumps({"wall": wall}), flush=True)
-        msgs = msgs + [{"role": "assistant", "content": text}, {"role": "tool", "content": f"obs {i}"}]
+        print(json.dumps({"wall": wall, "text": text}), flush=True)
 """)
 
+WARMUP = 3
 
-def null_app():
-    """A server that answers every chat call with the same one-word reply, reading the body first."""
+
+def null_app(eng, job: dict):
+    """A server that reads the body, runs `generate` on `job["rec"]`'s ids and params in its handler (timed,
+    the engine's lock taken first, into `job["times"]`), then answers with a fixed one-word reply."""
     from starlette.applications import Starlette
     from starlette.responses import Response
     from starlette.routing import Route
+
+    from posttrain.rollout.engine import GenRequest
 
     body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "tiny",
                        "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"},
@@ -86,50 +119,56 @@ def null_app():
 
     async def chat(request):
         await request.body()
+        rec = job["rec"]
+        with eng._lock:
+            t0 = time.perf_counter()
+            eng._generate([GenRequest(tuple(rec[0]), rec[1])])
+            job["times"].append(time.perf_counter() - t0)
         return Response(body, media_type="application/json")
 
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
-def drive(url_base: str, mode: str, calls: int, max_tokens: int, direct, clear) -> tuple[list[float], list[float]]:
-    """Run one agent process; after each of its calls run `direct(i)` -> seconds. (overheads, direct times).
-    `clear()` runs before each call and each direct call: both start from an empty prefix cache."""
-    n = calls + 3
-    agent = subprocess.Popen([sys.executable, "-c", AGENT, url_base, mode, str(n), str(max_tokens)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    over, dts = [], []
-    try:
-        for i in range(n):
-            clear()
-            agent.stdin.write("go\n")
-            agent.stdin.flush()
-            line = agent.stdout.readline()
-            if not line:
-                raise SystemExit(f"the agent process ({mode}) exited early with status {agent.wait()}")
-            wall = json.loads(line)["wall"]
-            dt = direct(i)
-            if i >= 3:  # warm-up calls dropped
-                over.append(wall - dt)
-                dts.append(dt)
-    finally:
-        agent.stdin.close()
-        agent.wait(timeout=30)
-    return over, dts
+class Agent:
+    """One agent process and its episode's history."""
+
+    def __init__(self, url_base: str, mode: str, args, tools: list) -> None:
+        self.mode = mode
+        self.proc = subprocess.Popen([sys.executable, "-c", AGENT, url_base, mode, str(args.max_tokens),
+                                      json.dumps(tools)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def send(self, cmd) -> None:
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+
+    def call(self) -> tuple[float, str]:
+        """One call with the current history: (its wall time in the agent, the reply's text)."""
+        self.send("call")
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the agent process ({self.mode}) exited early with status {self.proc.wait()}")
+        out = json.loads(line)
+        return out["wall"], out["text"]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=60)
+    ap.add_argument("--calls", type=int, default=40, help="timed calls per row (after 3 warm-up calls)")
     ap.add_argument("--max-tokens", type=int, default=8)
+    ap.add_argument("--direct-runs", type=int, default=3, help="null calls and direct engine calls per call")
     args = ap.parse_args()
     import torch
 
     from posttrain.models.tiny import TinyModelConfig, build_tiny
+    from posttrain.rollout.agent.tools import tools_for_task
     from posttrain.rollout.engine import GenRequest, SamplingParams
-    from posttrain.rollout.fast.engine import FastEngine
+    from posttrain.rollout.engines.fast.engine import FastEngine
     from posttrain.serve.app import build_app
     from posttrain.serve.capture import EpisodeRegistry
-    from posttrain.serve.protocol import ChatMessage
     from posttrain.serve.server import BackgroundServer
     from posttrain.serve.service import ServeState
     from posttrain.types import Environment, Limits, Message, Spec, Task
@@ -141,58 +180,98 @@ def main() -> None:
     state.episodes = EpisodeRegistry()
     task = Task(id="t", domain="tools", prompt=(Message("user", "hi"),), verifier=Spec("math_answer", {"answer": "1"}),
                 environment=Environment(tools=("calculator",)), limits=Limits(max_steps=10**6))
-    params = SamplingParams(temperature=0.0, max_new_tokens=args.max_tokens)
+    tools = [t.openai_schema() for t in tools_for_task(task).values()]
 
-    def clear() -> None:  # the server is idle here (the agent waits for its turn)
-        with eng._lock:
-            eng.store.clear()
+    seen: list[list] = []  # what the engine loop received, in order: [prompt ids, params, completion ids]
+    submit = state.loop.submit
 
-    def timed(prompt) -> float:
-        clear()  # else the direct call would find the proxy call's prompt blocks cached
-        t0 = time.perf_counter()
-        eng.generate([GenRequest(tuple(prompt), params)])
-        return time.perf_counter() - t0
+    def spy(req, sink):
+        rec = [req.prompt_ids, req.params, ()]
+        seen.append(rec)
 
-    rows: dict[str, list[float]] = {}
+        def record(ev):
+            if ev[0] == "done":
+                rec[2] = ev[2].token_ids
+            sink(ev)
+
+        return submit(req, record)
+
+    state.loop.submit = spy
+    warm = SamplingParams(temperature=0.0, max_new_tokens=1)
+    aloop = asyncio.new_event_loop()
+
+    def on_loop(fn):  # fn(engine) on the engine-loop thread
+        return aloop.run_until_complete(state.loop.call(fn))
+
+    def fill(e, prev: list | None) -> None:
+        e.store.clear()
+        if prev is not None:
+            e._generate([GenRequest(tuple(prev[0]) + tuple(prev[2][:-1]), warm)])
+
+    def cache_as_after(prev: list | None) -> None:
+        on_loop(lambda e: fill(e, prev))
+
+    def hot_direct(rec: list, prev: list | None) -> float:
+        """For reference: `generate` timed right after the cache fill, on the same thread (nothing between)."""
+        def run(e) -> float:
+            fill(e, prev)
+            t0 = time.perf_counter()
+            e._generate([GenRequest(tuple(rec[0]), rec[1])])
+            return time.perf_counter() - t0
+
+        return on_loop(run)
+
+    rows = []  # (name, [(call - direct, null, in-server part or None) per timed call])
     direct_s: list[float] = []
-    with BackgroundServer(build_app(state)) as url:
-        for key, mode in (("proxy, http.client", "stdlib"), ("proxy, httpx", "raw"),
-                          ("proxy, openai client", "openai")):
-            ep = state.episodes.open(task, {}, max_calls=10**6)
-            in_server: list[float] = []
-
-            def direct(i: int, ep=ep, in_server=in_server) -> float:
-                dt = timed(ep.calls[-1].prompt_ids)
-                if i >= 3:
-                    in_server.append(ep.calls[-1].wall_s - dt)
-                return dt
-
-            rows[key], dts = drive(f"{url}/episodes/{ep.id}/v1", mode, args.calls, args.max_tokens, direct, clear)
-            direct_s += dts
-            if mode == "stdlib":
-                rows["in-server part (http.client episode)"] = in_server
-        history: list[dict] = [{"role": "user", "content": "What is 2*3?"}]
-
-        def plain_direct(i: int) -> float:  # the plain route renders the whole history: do the same
-            nonlocal history
-            dt = timed(state.fmt.prompt_ids([ChatMessage.model_validate(m) for m in history], None))
-            history = history + [{"role": "assistant", "content": "x"}, {"role": "tool", "content": f"obs {i}"}]
-            return dt
-
-        # the agent's replies differ from "x", but the prompt length (what the direct call costs) is close
-        rows["plain route, openai client"], _ = drive(f"{url}/v1", "openai", args.calls, args.max_tokens,
-                                                      plain_direct, clear)
-    with BackgroundServer(null_app()) as url:  # the clients' own cost, same histories
-        for key, mode in (("null server, http.client", "stdlib"), ("null server, httpx", "raw"),
-                          ("null server, openai client", "openai")):
-            rows[key], _ = drive(f"{url}/v1", mode, args.calls, args.max_tokens, lambda i: 0.0, lambda: None)
+    hot_gap: list[float] = []  # direct - hot direct, per call
+    job: dict = {"rec": None, "times": []}
+    with BackgroundServer(build_app(state)) as url, BackgroundServer(null_app(eng, job)) as null_url:
+        for name, mode, path in (("proxy, http.client", "stdlib", "episode"), ("proxy, httpx", "raw", "episode"),
+                                 ("proxy, openai client", "openai", "episode"),
+                                 ("plain route, openai client", "openai", "plain")):
+            ep = state.episodes.open(task, {}, max_calls=10**6) if path == "episode" else None
+            agent = Agent(f"{url}/episodes/{ep.id}/v1" if ep is not None else f"{url}/v1", mode, args, tools)
+            null = Agent(f"{null_url}/v1", mode, args, tools)
+            prev, per_call = None, []
+            try:
+                for i in range(args.calls + WARMUP):
+                    cache_as_after(prev)
+                    seen.clear()
+                    wall, text = agent.call()
+                    [rec] = seen  # the one engine request the call made
+                    job["rec"], job["times"], nulls = rec, [], []
+                    for _ in range(args.direct_runs):
+                        cache_as_after(prev)
+                        wall_null = null.call()[0]
+                        nulls.append(wall_null - job["times"][-1])  # the null call's wall minus its engine time
+                    dt, nl = statistics.median(job["times"]), statistics.median(nulls)
+                    if i >= WARMUP:
+                        direct_s.append(dt)
+                        hot_gap.append(dt - hot_direct(rec, prev))
+                        per_call.append((wall - dt, nl, ep.calls[-1].wall_s - dt if ep is not None else None))
+                    for a in (agent, null):
+                        a.send(text)
+                    prev = rec
+            finally:
+                agent.close()
+                null.close()
+            rows.append((name, per_call))
     state.close()
-    print(f"direct engine.generate: median {statistics.median(direct_s) * 1e3:.2f} ms "
-          f"({args.max_tokens} new tokens, prompts growing to the whole history)")
-    for key, xs in rows.items():
+
+    def stats(xs: list[float]) -> str:
         xs = sorted(xs)
-        print(f"{key:36s} overhead per call: median {statistics.median(xs) * 1e3:.2f} ms, "
-              f"p90 {xs[int(0.9 * len(xs))] * 1e3:.2f} ms over {len(xs)} calls")
+        return f"median {statistics.median(xs) * 1e3:6.2f} ms, p90 {xs[int(0.9 * len(xs))] * 1e3:6.2f} ms"
+
+    print(f"direct engine.generate: median {statistics.median(direct_s) * 1e3:.2f} ms ({args.max_tokens} new tokens, "
+          f"prompts growing to {len(prev[0])} tokens, earlier turns cached); {args.calls} calls a row")
+    print(f"  a direct call right after the cache fill, nothing between, is {statistics.median(hot_gap) * 1e3:.2f} ms "
+          "faster (median of the paired differences): against it every net below would be about that much larger")
+    for name, per_call in rows:
+        print(f"{name:27s} call - direct {stats([o for o, _, _ in per_call])}")
+        print(f"{'':27s} null         {stats([n for _, n, _ in per_call])}")
+        print(f"{'':27s} net          {stats([o - n for o, n, _ in per_call])}")
+        if per_call[0][2] is not None:
+            print(f"{'':27s} in-server    {stats([s for _, _, s in per_call])}")
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ class CapturedCall:
     message: dict[str, Any]  # the assistant message returned to the agent
     reused_tokens: int  # prompt tokens taken verbatim from the previous call (ids, not text)
     rerendered: bool  # the history did not extend the previous call: rendered from scratch
-    wall_s: float
+    wall_s: float  # the request's body received -> the reply's ids recorded
     prefix: str = ""  # the call opening tool_choice forced: its ids end prompt_ids; the reply is prefix + completion
 
 
@@ -84,13 +84,16 @@ def _norm(role: str, text: str, tool_calls: Any) -> tuple:
 
 
 def _norm_msg(m: ChatMessage) -> tuple:
+    if not m.tool_calls and isinstance(m.content, str):  # the common message, inline: every call normalises all
+        return ("system" if m.role == "developer" else m.role, m.content.strip(), ())
     return _norm(m.role, m.text(), m.tool_calls)
 
 
 def delta_ids(fmt: Any, new: list[ChatMessage], tools: Any, ended: bool) -> tuple[int, ...]:
     """Ids of `new` messages (plus the next assistant header) following an assistant turn."""
-    before = fmt.render_cached(_PROBE, tools, generation=False)
-    after = fmt.render(_PROBE + list(new), tools, generation=True)
+    plain = fmt.tool_dicts(tools)
+    before = fmt.render_cached(_PROBE, tools, generation=False, name="capture._PROBE", plain=plain)
+    after = fmt.render(_PROBE + list(new), tools, generation=True, plain=plain)
     eos = fmt.tok.eos_token or ""
     at = before.rfind("a") + 1
     if not after.startswith(before[:at]) or not before[at:].startswith(eos):
@@ -121,9 +124,11 @@ class EpisodeRegistry:
         return ep
 
 
-def build_prompt(state: Any, ep: EpisodeCapture, body: ChatRequest) -> tuple[tuple[int, ...], int, bool]:
-    """(prompt ids, tokens reused verbatim, rerendered) for the episode's next call."""
-    msgs = [_norm_msg(m) for m in body.messages]
+def build_prompt(state: Any, ep: EpisodeCapture, body: ChatRequest, msgs: list[tuple] | None = None
+                 ) -> tuple[tuple[int, ...], int, bool]:
+    """(prompt ids, tokens reused verbatim, rerendered) for the episode's next call; `msgs`: the body's
+    messages normalised (`_norm_msg`), when the caller has them already."""
+    msgs = [_norm_msg(m) for m in body.messages] if msgs is None else msgs
     tools = body.tools if body.tool_choice != "none" else None
     if ep.calls and len(msgs) > len(ep.history) and msgs[: len(ep.history)] == ep.history:
         prev = ep.calls[-1]
@@ -145,8 +150,34 @@ def _forced(body: ChatRequest, override: dict[str, Any]) -> ChatRequest:
     return body.model_copy(update=upd)
 
 
-def add_episode_routes(app: FastAPI, state: Any) -> None:
+async def episode_chat(state: Any, eid: str, raw: bytes, t0: float) -> Any:
+    """One model call of episode `eid` (its raw JSON body): the response, the call recorded. Served by the
+    app's fast path (app.py), outside FastAPI's routing; `t0`: when the body had arrived."""
     from posttrain.serve.chat_route import chat_response
+
+    ep = state.episodes.get(eid)
+    body = parse(ChatRequest, raw)
+    state.check_model(body.model)
+    body = _forced(body, ep.override)
+    if body.n != 1:
+        raise ApiError(400, "an episode call generates one reply (n=1)", param="n")
+    if len(ep.calls) >= ep.max_calls:
+        ep.budget_hit = True
+        raise ApiError(429, f"step budget of {ep.max_calls} model calls is spent", code="step_budget")
+    msgs = [_norm_msg(m) for m in body.messages]  # once: the chain check now, the recorded history after
+    prompt, reused, rerendered = build_prompt(state, ep, body, msgs)
+    prefix = state.fmt.forced_prefix(body.tools, body.tool_choice)[0]
+
+    def on_done(outs: list, version: int, messages: list, ran: tuple[int, ...]) -> None:
+        c, m = outs[0], messages[0]  # ran: the prompt ids plus the ids tool_choice forced (prompt tokens)
+        ep.calls.append(CapturedCall(ran, tuple(c.token_ids), tuple(c.logprobs), version, c.finish_reason, m,
+                                     reused, rerendered, time.perf_counter() - t0, prefix))
+        ep.history = msgs + [_norm("assistant", m.get("content") or "", m.get("tool_calls"))]
+
+    return await chat_response(state, body, prompt, on_done)
+
+
+def add_episode_routes(app: FastAPI, state: Any) -> None:
     from posttrain.serve.protocol import read_body as _body
 
     reg: EpisodeRegistry = state.episodes
@@ -158,29 +189,9 @@ def add_episode_routes(app: FastAPI, state: Any) -> None:
                                             "owned_by": "posttrain"}]}
 
     @app.post("/episodes/{eid}/v1/chat/completions")
-    async def ep_chat(eid: str, request: Request) -> Any:
-        ep = reg.get(eid)
-        body = parse(ChatRequest, await _body(request))
-        state.check_model(body.model)
-        body = _forced(body, ep.override)
-        if body.n != 1:
-            raise ApiError(400, "an episode call generates one reply (n=1)", param="n")
-        if len(ep.calls) >= ep.max_calls:
-            ep.budget_hit = True
-            raise ApiError(429, f"step budget of {ep.max_calls} model calls is spent", code="step_budget")
-        t0 = time.perf_counter()
-        prompt, reused, rerendered = build_prompt(state, ep, body)
-
-        prefix = state.fmt.forced_prefix(body.tools, body.tool_choice)[0]
-
-        def on_done(outs: list, version: int, messages: list, ran: tuple[int, ...]) -> None:
-            c, m = outs[0], messages[0]  # ran: the prompt ids plus the ids tool_choice forced (prompt tokens)
-            ep.calls.append(CapturedCall(ran, tuple(c.token_ids), tuple(c.logprobs), version, c.finish_reason, m,
-                                         reused, rerendered, time.perf_counter() - t0, prefix))
-            ep.history = [_norm_msg(x) for x in body.messages] + [_norm("assistant", m.get("content") or "",
-                                                                          m.get("tool_calls"))]
-
-        return await chat_response(state, body, prompt, on_done)
+    async def ep_chat(eid: str, request: Request) -> Any:  # reached only where the fast path does not apply
+        raw = await _body(request)
+        return await episode_chat(state, eid, raw, time.perf_counter())
 
     @app.post("/episodes/{eid}/tools/{name}")
     async def ep_tool(eid: str, name: str, request: Request) -> dict[str, Any]:

@@ -50,6 +50,10 @@ class ChatFormat:
         self.stop_ids = {i for i in (tokenizer.eos_token_id, *stop_ids) if i is not None}  # the engine's end-of-turn ids
         self.skip = self.stop_ids | ({tokenizer.pad_token_id} if tokenizer.pad_token_id is not None else set())
         self.renders: dict[tuple, str] = {}  # render_cached's memo: fixed conversations (the proxy's probe)
+        # the fast paths, used while the tokenizer keeps the backend and template they were checked against
+        self._direct = _direct_encoder(tokenizer)
+        self._template = (getattr(tokenizer, "chat_template", None), _direct_template(tokenizer))
+        self._split_special = bool(getattr(tokenizer, "split_special_tokens", False))
 
     # ---- requests -> ids ------------------------------------------------------------------
     def template_messages(self, msgs: Sequence[ChatMessage]) -> list[dict[str, str]]:
@@ -62,27 +66,44 @@ class ChatFormat:
             out.append({"role": role, "content": text})
         return out
 
-    def render(self, msgs: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None, generation: bool = True) -> str:
+    def tool_dicts(self, tools: Sequence[ToolSpec] | None) -> list[dict[str, Any]] | None:
+        """The tools as the template sees them (plain JSON values)."""
+        return [t.model_dump() for t in tools] if tools else None
+
+    def render(self, msgs: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None, generation: bool = True,
+               plain: list[dict[str, Any]] | None = None) -> str:
+        """The chat template's text; `plain`: `tool_dicts(tools)` when the caller has it already."""
         if getattr(self.tok, "chat_template", None) is None:
             raise ApiError(400, "this model has no chat template: use /v1/completions", code="no_chat_template")
-        kwargs = {"tools": [t.model_dump() for t in tools]} if tools else {}
+        plain = self.tool_dicts(tools) if plain is None else plain
         try:
+            src, compiled = self._template  # what apply_chat_template renders, without its layers (_direct_template)
+            if compiled is not None and self.tok.chat_template is src:
+                return compiled.render(messages=self.template_messages(msgs), tools=plain or None, documents=None,
+                                       add_generation_prompt=generation, **self.tok.special_tokens_map)
             return self.tok.apply_chat_template(self.template_messages(msgs), add_generation_prompt=generation,
-                                                tokenize=False, **kwargs)
+                                                tokenize=False, **({"tools": plain} if plain else {}))
         except Exception as e:  # noqa: BLE001  a template that rejects the conversation (role order...)
             raise ApiError(400, f"the chat template rejected the messages: {type(e).__name__}: {e}") from None
 
     def render_cached(self, msgs: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None,
-                      generation: bool = True) -> str:
-        """`render`, memoised on the messages and tools: for a conversation rendered on every call."""
-        key = (tuple(m.model_dump_json() for m in msgs), tuple(t.model_dump_json() for t in tools or ()), generation)
+                      generation: bool = True, name: str | None = None,
+                      plain: list[dict[str, Any]] | None = None) -> str:
+        """`render`, memoised on the messages and tools: for a conversation rendered on every call. `name`, when
+        given, stands for the messages in the memo's key (a fixed conversation: no need to serialise it)."""
+        plain = self.tool_dicts(tools) if plain is None else plain
+        key = (name or tuple(m.model_dump_json() for m in msgs), repr(plain), generation)  # repr: JSON values
         if key not in self.renders:
             if len(self.renders) > 256:
                 self.renders.clear()
-            self.renders[key] = self.render(msgs, tools, generation)
+            self.renders[key] = self.render(msgs, tools, generation, plain)
         return self.renders[key]
 
     def encode(self, text: str) -> tuple[int, ...]:
+        bt = self._direct
+        if bt is not None and self.tok._tokenizer is bt and bt.truncation is None and bt.padding is None and \
+                bt.encode_special_tokens == self._split_special:
+            return tuple(bt.encode(text, add_special_tokens=False).ids)
         return tuple(self.tok(text, add_special_tokens=False)["input_ids"])
 
     def prompt_ids(self, msgs: Sequence[ChatMessage], tools: Sequence[ToolSpec] | None) -> tuple[int, ...]:
@@ -135,6 +156,72 @@ class ChatFormat:
         tc = {"id": call_id(seed), "type": "function",
               "function": {"name": call.name, "arguments": json.dumps(plain(call.arguments), ensure_ascii=False)}}
         return {"role": "assistant", "content": before or None, "tool_calls": [tc]}, "tool_calls"
+
+
+# transformers' own modules: a tokenizer class that overrides none of the encoding path with code of its own
+_TRANSFORMERS = {"transformers.tokenization_utils_base", "transformers.tokenization_utils_fast",
+                 "transformers.tokenization_utils_tokenizers"}
+_ENCODE_PATH = ("__call__", "_call_one", "encode_plus", "_encode_plus", "_batch_encode_plus", "_convert_encoding",
+                "set_truncation_and_padding", "_switch_to_input_mode", "prepare_for_tokenization")
+_PROBES = ("hi", " two  words\n", "caf\u00e9 \u2192 \U0001f600", "<tool_call>{\"a\": 1}</tool_call>")
+
+
+def _direct_encoder(tok: Any) -> Any:
+    """The Rust tokenizer behind `tok` when `tok(text, add_special_tokens=False)["input_ids"]` is its own
+    `encode(text, add_special_tokens=False).ids` (None otherwise). transformers' Python layers around that
+    call cost 40-70 us (several times that on a busy host), and the proxy encodes every call's new
+    messages; `encode` still checks, per call, the backend settings transformers would reset."""
+    bt = getattr(tok, "_tokenizer", None)
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        return None
+    if not isinstance(bt, Tokenizer) or not hasattr(bt, "encode_special_tokens"):
+        return None
+    for name in _ENCODE_PATH:
+        fn = getattr(type(tok), name, None)
+        if fn is not None and getattr(fn, "__module__", None) not in _TRANSFORMERS:
+            return None
+    specials = [t for t in (tok.eos_token, tok.pad_token, tok.bos_token) if isinstance(t, str)]
+    try:
+        for text in _PROBES + tuple(f"a{t}b {t}" for t in specials):
+            if bt.encode(text, add_special_tokens=False).ids != list(tok(text, add_special_tokens=False)["input_ids"]):
+                return None
+    except Exception:  # noqa: BLE001  a tokenizer this cannot drive: the ordinary call it is
+        return None
+    return bt
+
+
+def _direct_template(tok: Any) -> Any:
+    """The compiled chat template, when rendering it with the variables apply_chat_template gives it
+    (messages, tools, documents, add_generation_prompt, the special tokens) yields apply_chat_template's
+    text on probe conversations (None otherwise, or for a tokenizer with several named templates). The
+    layers around the render (copying and checking every message and tool) cost 3-4 times the render
+    itself, and the proxy renders on every call."""
+    template = getattr(tok, "chat_template", None)
+    if not isinstance(template, str):
+        return None
+    try:
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+
+        compiled = _compile_jinja_template(template)
+        tools = [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {
+            "type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}}]
+        call = f'{OPEN}{{"name":"f","arguments":{{"x":"1"}}}}</tool_call>'
+        for msgs in ([{"role": "user", "content": "hi"}],
+                     [{"role": "system", "content": "s"}, {"role": "user", "content": " u\n"},
+                      {"role": "assistant", "content": "a " + call}, {"role": "tool", "content": "1"}]):
+            for tl in (None, tools):
+                for gen in (False, True):
+                    want = tok.apply_chat_template(msgs, add_generation_prompt=gen, tokenize=False,
+                                                   **({"tools": tl} if tl else {}))
+                    got = compiled.render(messages=msgs, tools=tl, documents=None, add_generation_prompt=gen,
+                                          **tok.special_tokens_map)
+                    if got != want:
+                        return None
+    except Exception:  # noqa: BLE001  any doubt: apply_chat_template it is
+        return None
+    return compiled
 
 
 def plain(obj: Any) -> Any:

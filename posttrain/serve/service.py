@@ -68,16 +68,13 @@ class ServeState:
         if not ids:
             raise ApiError(400, "the prompt is empty", param="prompt")
 
-    async def events(self, prompt_ids: tuple[int, ...], params: SamplingParams, rid: str,
-                     tokens: bool = True) -> AsyncIterator[tuple]:
-        """The loop's events for one request; `tokens=False` passes only the "done" ones (a reply that
-        is not streamed): each event crosses threads and wakes the event loop, once per token otherwise."""
+    async def events(self, prompt_ids: tuple[int, ...], params: SamplingParams, rid: str) -> AsyncIterator[tuple]:
+        """The loop's events for one request, in order (a streamed reply: each crosses threads)."""
         aloop = asyncio.get_running_loop()
         q: asyncio.Queue = asyncio.Queue()
 
         def sink(ev: tuple) -> None:
-            if tokens or ev[0] != "tokens":
-                aloop.call_soon_threadsafe(q.put_nowait, ev)
+            aloop.call_soon_threadsafe(q.put_nowait, ev)
 
         handle = self.loop.submit(GenRequest(prompt_ids, params, id=rid), sink)
         left = params.n
@@ -93,16 +90,33 @@ class ServeState:
 
     async def complete(self, prompt_ids: tuple[int, ...], params: SamplingParams, rid: str
                        ) -> tuple[list[Completion], int]:
+        """All samples' Completions and the weights version of the last: one future the loop thread settles
+        once, not `events`' queue (a thread hop and a task wake-up per sample)."""
+        aloop = asyncio.get_running_loop()
+        fut = aloop.create_future()
         outs: dict[int, Completion] = {}
-        version = self.engine.weights_version
-        async for ev in self.events(prompt_ids, params, rid, tokens=False):
+        version = [self.engine.weights_version]
+
+        def settle() -> None:
+            if not fut.done():
+                fut.set_result(None)
+
+        def sink(ev: tuple) -> None:  # loop thread; events come in order
             if ev[0] == "done":
-                outs[ev[1]] = ev[2]
-                version = ev[3]
+                outs[ev[1]], version[0] = ev[2], ev[3]
+                if len(outs) == params.n:
+                    aloop.call_soon_threadsafe(settle)
+
+        handle = self.loop.submit(GenRequest(prompt_ids, params, id=rid), sink)
+        try:
+            await fut
+        except BaseException:  # cancelled: free the lanes
+            self.loop.cancel(handle)
+            raise
         errs = [c.error for c in outs.values() if c.finish_reason == "error"]
         if errs:
             raise ApiError(400, errs[0])
-        return [outs[k] for k in range(params.n)], version
+        return [outs[k] for k in range(params.n)], version[0]
 
     async def top_logprobs(self, prompt: tuple[int, ...], outs: list[Completion], k: int) -> list[list]:
         from posttrain.serve.logprobs import top_alternatives
