@@ -10,7 +10,8 @@ reference) and the asynchronous loop at rl.max_staleness=K with each correction
 reward of the last quarter of the steps, the peak and mean trainer-vs-engine KL estimate
 (train/offpolicy/kl), the share of tokens clipped or masked, and held-out pass@1 (greedy).
 `none` trains on the stale samples as if on-policy (ratio against the trainer's own
-pre-update logprobs, no importance weight).
+pre-update logprobs, no importance weight). Every side runs with rl.stale_lr=none, so the
+learning rate is the sweep's and the correction is measured alone.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def run_side(args, ov, model, tok, splits, lr: float, k: int, name: str, seed: i
     from posttrain.train.rl import build_state, run_eval, train_rl
 
     c = load_config(None, [*ov, f"seed={seed}", f"rl.lr={lr}", f"rl.max_staleness={k}", f"rl.offpolicy.name={name}",
-                           "rl.offpolicy.max_kl=1e9"])
+                           "rl.offpolicy.max_kl=1e9", "rl.stale_lr=none"])  # the correction alone, at the raised lr
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
         st = build_state(c, Path(d), copy.deepcopy(model), tok, splits.rl, splits.held_out, None)

@@ -14,7 +14,8 @@ after RL (every repeat's, and their mean) with an exact McNemar test paired by t
 K = 0 run of the same repeat, pooled over the repeats. Repeat r uses RL seed + r (the warm-up is
 shared), so the repeats are independent RL runs.
 
-`--ks 0,0h,1,2`: `0h` is K = 0 with half the torch threads, the thread count each side of
+`--ks 0,0h,0l,1,2`: `0l` is K = 0 at half the learning rate (the lr rl.stale_lr=inverse gives the
+K = 1 side), which separates the step size from the staleness. `0h` is K = 0 with half the torch threads, the thread count each side of
 the asynchronous loop gets (train/async_rl/loop.py), which separates the overlap from the
 thread count. `1p`, `2p`: K = 1 or 2 with rl.partial_rollouts (the engine takes the trainer's
 new weights between decode steps of a batch in flight, docs/async_rl.md).
@@ -91,7 +92,7 @@ def _tools_setup(args, cache):
     train = product_tasks(cfg.agent.recipe.n_train if args.tools_warmup == "recipe" else 400, cfg.seed, task_table=True)
     held = product_tasks(args.n_eval, 10_000 + cfg.seed, exclude={t.prompt[-1].content for t in train}, task_table=True)
     if args.tools_warmup == "recipe":  # the agent recipe's: copy skill to a measured level, then a base model's habits
-        _warm(model, cache and cache / "tools-recipe.pt", lambda m: warm_up(m, tok, train, cfg, lambda s: None))
+        _warm(model, cache and cache / "tools-recipe.pt", lambda m: asyncio.run(warm_up(m, tok, train, cfg, lambda s: None)))
     else:  # a fixed number of plan-demonstration steps
         _warm(model, cache and cache / f"tools-sft{args.sft_steps}.pt", lambda m: sft_on_demonstrations(
             m, tok, asyncio.run(plan_demonstrations(tok, train)), steps=args.sft_steps, lr=cfg.sft.lr, batch_size=32,
@@ -99,7 +100,7 @@ def _tools_setup(args, cache):
     return ov, model, tok, train, held, None
 
 
-def run_side(domain, k, ov, model, tok, train, held, sandbox, steps, repeat=0):
+def run_side(domain, k, ov, model, tok, train, held, sandbox, steps, repeat=0, eval_every=0, stale_lr=None):
     """One RL run of side `k` from the warm-up; repeat r trains with RL seed (the config's) + r, so
     the repeats are independent RL runs (with pinned staleness a run is deterministic in its seed)."""
     from posttrain.config import load_config
@@ -111,13 +112,19 @@ def run_side(domain, k, ov, model, tok, train, held, sandbox, steps, repeat=0):
     base = load_preset("agent") if domain == "tools" else None
     halved = k == "0h"  # K = 0 with the torch threads the async loop gives each side (half)
     partial = str(k).endswith("p")  # rl.partial_rollouts: new weights taken mid-batch
-    kk = 0 if halved else int(str(k).rstrip("p"))
+    kk = 0 if k in ("0h", "0l") else int(str(k).rstrip("p"))
     seed = int(next(o for o in ov if o.startswith("seed=")).split("=")[1]) + repeat
     cfg = load_config(None, [*ov, f"seed={seed}", f"rl.steps={steps}", f"rl.max_staleness={kk}",
-                             f"rl.partial_rollouts={str(partial).lower()}"], base=base)
+                             f"rl.partial_rollouts={str(partial).lower()}", f"rl.eval_every={eval_every}"],
+                      base=base)
+    if k == "0l":  # the synchronous loop at the lr rl.stale_lr=inverse gives K = 1: is it the lr alone?
+        cfg.rl.lr *= 0.5
+    if stale_lr is not None:  # --stale-lr: the K >= 1 sides' staleness-aware step size rule
+        cfg.rl.stale_lr = stale_lr
     threads = torch.get_num_threads()
     with tempfile.TemporaryDirectory() as d:
         st = build_state(cfg, Path(d), copy.deepcopy(model), tok, train, held, sandbox)
+        start = [(0, asyncio.run(run_eval(st)).mean_over_domains())] if eval_every else []  # the warm-up's score
         torch.set_num_threads(max(1, threads // 2) if halved else threads)
         t0 = time.perf_counter()
         asyncio.run(train_rl(st))
@@ -127,7 +134,8 @@ def run_side(domain, k, ov, model, tok, train, held, sandbox, steps, repeat=0):
         rows = st.metrics.read()
         st.metrics.close(), st.store.close()
     phases = {p.split("/")[1]: sum(r.get(p, 0.0) for r in rows) for p in PHASES}
-    return {"domain": domain, "k": k, "wall_s": wall, "steps": len(rows),
+    curve = start + [(i + 1, r["eval/pass@1"]) for i, r in enumerate(rows) if "eval/pass@1" in r]  # held-out during RL
+    return {"domain": domain, "k": k, "seed": seed, "wall_s": wall, "steps": len(rows), "curve": curve,
             "samples": len(rows) * cfg.rl.prompts_per_step * cfg.rl.group_size, "phases": phases,
             "pass@1": res.mean_over_domains(), "passed": res.passed,
             "staleness_max": max((r.get("async/staleness", 0) for r in rows), default=0),
@@ -166,6 +174,11 @@ def main() -> None:
     ap.add_argument("--n-eval", type=int, default=60)
     ap.add_argument("--json", default="benchmarks/results/async_rl.json")
     ap.add_argument("--repeats", type=int, default=2, help="runs per K, interleaved; the median wall is reported")
+    ap.add_argument("--eval-every", type=int, default=0, help="held-out pass@1 every N RL steps too (a curve per "
+                    "side; the evals run inside the timed loop, so leave it 0 for the wall-clock table)")
+    ap.add_argument("--stale-lr", choices=("inverse", "none"), default=None, help="rl.stale_lr on every side (the "
+                    "config's default if unset; none = rl.lr whatever the staleness)")
+    ap.add_argument("--first-repeat", type=int, default=0, help="repeats run RL seeds seed+first .. seed+first+repeats-1")
     ap.add_argument("--cache", default="", help="directory for the warm-up weights (reused when present)")
     args = ap.parse_args()
     import torch
@@ -177,9 +190,9 @@ def main() -> None:
         t0 = time.perf_counter()
         ov, model, tok, train, held, sandbox = (_tools_setup if domain == "tools" else _code_setup)(args, cache)
         print(f"[{domain}] warm-up {time.perf_counter() - t0:.0f}s", flush=True)
-        ks = [k if k in ("0h", "1p", "2p") else int(k) for k in args.ks.split(",")]
-        runs = [run_side(domain, k, ov, model, tok, train, held, sandbox, args.steps, rep)
-                for rep in range(args.repeats) for k in ks]  # interleaved: the host's load drifts
+        ks = [k if k in ("0h", "0l", "1p", "2p") else int(k) for k in args.ks.split(",")]
+        runs = [run_side(domain, k, ov, model, tok, train, held, sandbox, args.steps, rep, args.eval_every, args.stale_lr)
+                for rep in range(args.first_repeat, args.first_repeat + args.repeats) for k in ks]  # interleaved: the host's load drifts
         sides = []
         for k in ks:
             mine = [r for r in runs if r["k"] == k]
@@ -201,6 +214,9 @@ def main() -> None:
                   f"pass@1 mean {s['pass@1']:.3f} runs {' '.join(f'{x:.3f}' for x in s['pass_runs'])} "
                   f"(vs K=0, pooled over repeats: -{fell} +{rose} p={s['vs_k0']['p']:.2g}) | "
                   + " ".join(f"{k} {v:.1f}" for k, v in ph.items()), flush=True)
+            for r in s["runs"] if args.eval_every else []:
+                print(f"    seed {r['seed']}: held-out during RL " + " ".join(f"{i}:{v:.3f}" for i, v in r["curve"]),
+                      flush=True)
         out += sides
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     for s in out:  # the per-task passes are only for the paired tests

@@ -6,7 +6,7 @@ section, so `from posttrain.config import RLConfig` keeps working; the loader li
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -193,6 +193,11 @@ class RLConfig(Section):
     max_staleness: int = 0
     partial_rollouts: bool = False  # a sequence in flight continues under new weights (needs an engine that can)
     offpolicy: OffPolicyConfig = OffPolicyConfig()
+    # Staleness-aware step size (K >= 1; train/async_rl/loop.py STALE_LR): "inverse" multiplies each
+    # update's lr by 1 / (1 + a), a = the mean age in versions of the tokens it trains on (staleness-aware
+    # async SGD), so a gradient from older weights takes a smaller step; "none" keeps rl.lr. Adam is
+    # invariant to the loss's scale, so it is the lr that must shrink, not the loss.
+    stale_lr: Literal["inverse", "none"] = "inverse"
 
     def loss_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for the loss: clip ranges that are set, then `loss_args` (wins)."""

@@ -14,7 +14,8 @@ async/staleness_frac/k (share of the step's samples k versions old), async/reuse
 async/regenerated (in-flight batches carried over a resume, cumulative), async/stale_dropped
 (batches regenerated because they were more than K old, cumulative), time/consumer_idle_s,
 time/producer_idle_s and time/producer_busy_s (since the previous step), and the
-correction's train/offpolicy/* stats. With rl.partial_rollouts also async/token_staleness_frac/k
+correction's train/offpolicy/* stats, and async/lr_scale (the update's lr multiplier,
+rl.stale_lr of the mean token age: stale gradients take smaller steps). With rl.partial_rollouts also async/token_staleness_frac/k
 (share of the step's completion tokens k versions old), async/partial_frac (share of samples
 whose tokens span two or more versions) and async/inflight_updates (weights the engine took
 between decode steps, since the previous step). The drift guard (guard.py) reads
@@ -65,6 +66,23 @@ def partial_stats(trajs: list[Any], trained: int, k: int) -> dict[str, float]:
     n = max(1, len(ages))
     return {"async/partial_frac": spans / max(1, len(trajs)),
             **{f"async/token_staleness_frac/{a}": sum(x == a for x in ages) / n for a in range(k + 1)}}
+
+
+# rl.stale_lr: the update's lr multiplier from the mean age `a` (versions) of the tokens it trains on.
+STALE_LR: dict[str, Callable[[float], float]] = {
+    "inverse": lambda a: 1.0 / (1.0 + a),  # staleness-aware async SGD: a gradient a versions old, 1/(1+a) the step
+    "none": lambda a: 1.0,
+}
+
+
+def stale_lr_scale(trajs: list[Any], version: int, rule: str) -> float:
+    """STALE_LR[rule] of the mean age (against the trainer's `version`) of the tokens the update
+    trains on: per token with partial rollouts, else each sample's weights_version. 1.0 exactly
+    when every token is fresh, so K = 0 through this loop stays the synchronous run bitwise."""
+    ages = [version - v for t in trajs if not t.infra_error for turn in t.turns if turn.trainable
+            for v in (turn.token_versions or (t.weights_version,) * len(turn.token_ids))]
+    mean = sum(ages) / len(ages) if ages else 0.0
+    return 1.0 if mean == 0 else STALE_LR[rule](mean)
 
 
 @registry("rl_loop").register("async")
@@ -140,7 +158,9 @@ async def train_rl_async(st: Any, on_step: Callable[[int, dict], None] | None = 
             consumer_idle = time.perf_counter() - t_wait
             t_ver = time.perf_counter()
             t_gen = t_ver - b.verify_s
-            row = learn_from(st, b.trajs, t_gen - b.generate_s, t_gen, t_ver, sync=publish, correction=corr)
+            lr_scale = stale_lr_scale(b.trajs, st.version, cfg.stale_lr)
+            row = learn_from(st, b.trajs, t_gen - b.generate_s, t_gen, t_ver, sync=publish, correction=corr,
+                             lr_scale=lr_scale)
             issue_upto(st.step + k + 1)  # after observe(step): the order the synchronous loop draws in
             n = max(1, len(b.trajs))
             ages = [st.version - 1 - t.weights_version for t in b.trajs]
@@ -148,7 +168,7 @@ async def train_rl_async(st: Any, on_step: Callable[[int, dict], None] | None = 
             row.update({
                 "async/staleness": st.version - 1 - b.version,
                 **{f"async/staleness_frac/{a}": sum(x == a for x in ages) / n for a in range(k + 1)},
-                "async/reused": reused, "async/regenerated": regenerated, "async/stale_dropped": stale_dropped,
+                "async/lr_scale": lr_scale, "async/reused": reused, "async/regenerated": regenerated, "async/stale_dropped": stale_dropped,
                 "time/consumer_idle_s": consumer_idle, "time/producer_idle_s": pipe.idle_s - idle0,
                 "time/producer_busy_s": pipe.busy_s - busy0, "time/step_s": now - t_prev,
                 "time/sync_frac": row["time/sync_s"] / max(1e-9, now - t_prev),

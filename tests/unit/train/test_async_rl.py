@@ -175,3 +175,34 @@ def test_partial_rollouts_take_weights_mid_batch_and_no_token_is_more_than_k_old
         assert t.weights_version == min(vs) >= t.step - k and max(vs) <= t.step
     for r in rows:
         assert sum(r[f"async/token_staleness_frac/{a}"] for a in range(k + 1)) == pytest.approx(1.0)
+
+
+def test_stale_lr_scale_is_the_rule_of_the_mean_token_age():
+    from types import SimpleNamespace as NS
+
+    from posttrain.train.async_rl.loop import stale_lr_scale
+
+    turn = lambda ids, vs=None, trainable=True: NS(token_ids=ids, token_versions=vs, trainable=trainable)  # noqa: E731
+    whole = NS(infra_error=False, weights_version=3, turns=[turn([1, 2])])  # 2 tokens, 2 versions old at version 5
+    split = NS(infra_error=False, weights_version=4, turns=[turn([1, 2], (4, 5)), turn([9], trainable=False)])
+    broken = NS(infra_error=True, weights_version=0, turns=[turn([1])])  # not trained on: not counted
+    assert stale_lr_scale([whole, split, broken], 5, "inverse") == pytest.approx(1 / (1 + (2 + 2 + 1 + 0) / 4))
+    assert stale_lr_scale([whole], 5, "none") == 1.0 and stale_lr_scale([], 5, "inverse") == 1.0
+    assert stale_lr_scale([whole], 3, "inverse") == 1.0  # all fresh: exactly 1, the synchronous step
+
+
+@pytest.mark.parametrize("rule, scale", [("inverse", 0.5), ("none", 1.0)])
+def test_each_update_steps_with_the_scaled_lr_and_the_schedule_resumes_after(tmp_path, setup, monkeypatch, rule, scale):
+    import posttrain.train.rl as rl
+
+    seen, real = [], rl.update_policy
+
+    def spy(model, opt, *a, **kw):
+        seen.append(opt.param_groups[0]["lr"])
+        return real(model, opt, *a, **kw)
+
+    monkeypatch.setattr(rl, "update_policy", spy)
+    rows, _, _ = _run(setup, tmp_path / "run", 4, "rl.max_staleness=1", f"rl.stale_lr={rule}")
+    assert [r["async/lr_scale"] for r in rows] == [1.0] + [scale] * 3  # batch 0 is fresh, then 1 version old
+    # rl.lr (3e-3) times this update's scale: the scale never compounds, the schedule sets each step's lr anew
+    assert seen == pytest.approx([3e-3] + [3e-3 * scale] * 3)
