@@ -62,7 +62,12 @@ def run_agent_quickstart(cfg: RunConfig, run_dir: Path, log: Log = print) -> dic
     """The `agent` recipe through the one pipeline (recipes/pipeline.py); `log` gets its lines."""
     from posttrain.recipes.pipeline import run_recipe
 
-    return run_recipe("agent", cfg, run_dir, report=lambda phase, info: log(_line(phase, info)) if _line(phase, info) else None)
+    def report(phase: str, info: dict) -> None:
+        line = _line(phase, info)
+        if line:
+            log(line)
+
+    return run_recipe("agent", cfg, run_dir, report=report)
 
 
 def _line(phase: str, info: dict) -> str:

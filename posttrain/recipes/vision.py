@@ -32,7 +32,7 @@ from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnem
 from posttrain.recipes.pipeline import Report, RunContext, recipe
 from posttrain.recipes.presets import load_preset
 from posttrain.tasks.splits import Splits, make_splits
-from posttrain.train.vision_base import build_base_vlm, pretrain_images  # noqa: F401  (pretrain_images re-exported)
+from posttrain.train.vision_base import build_base_vlm
 from posttrain.types import Message, Task
 
 VISION_DEFAULTS: dict[str, Any] = load_preset("vision")  # presets/vision.yaml
@@ -41,12 +41,6 @@ VISION_DEFAULTS: dict[str, Any] = load_preset("vision")  # presets/vision.yaml
 def vision_config(path: str | Path | None = None, overrides: list[str] = ()) -> RunConfig:
     """The vision quickstart's config: VISION_DEFAULTS, then the YAML file, then dotted overrides."""
     return load_config(path, list(overrides), base=json.loads(json.dumps(VISION_DEFAULTS)))
-
-
-def make_vision_splits(cfg: RunConfig) -> tuple[list[Task], list[Task]]:
-    """Train tasks and held-out tasks per domain; held-out never repeats a train (question, image) pair."""
-    sp = make_splits(cfg, images=True)
-    return sp.train, sp.held_out
 
 
 def blank_task(task: Task) -> Task:
