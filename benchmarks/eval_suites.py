@@ -46,15 +46,19 @@ def run_suite(suite: str, model: Path, out: Path) -> dict:
     if res.returncode != 0:
         sys.exit(f"eval of {suite} failed: {res.stderr[-2000:]}")
     o = json.loads(res.stdout.strip().splitlines()[-1])["summary"]["overall"]
-    errors = collections.Counter()
+    errors, reasons = collections.Counter(), collections.Counter()
     for line in (out / "samples.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r["status"] == "infra_error":
             errors[(r["error"] or {}).get("message", r["reason"])[:60]] += 1
+        elif not r["passed"]:
+            reasons[(r["reason"] or "")[:40]] += 1
     # --json writes NaN (nothing judged) as null
     rates = {k: float("nan") if o[k] is None else o[k] for k in ("pass@1", "steps", "tokens")}
-    return {"suite": suite, "samples": o["samples"], **rates, "infra": o["infra_rate"],
-            "why": errors.most_common(1)[0][0] if errors else "", "wall_s": wall}
+    ci = o["pass_rate"]
+    return {"suite": suite, "samples": o["samples"], **rates, "ci95": (ci["low"], ci["high"]), "infra": o["infra_rate"],
+            "why": errors.most_common(1)[0][0] if errors else "", "wall_s": wall,
+            "fails": ", ".join(f"{k} {v}" for k, v in reasons.most_common(3))}
 
 
 def main() -> None:
@@ -64,17 +68,20 @@ def main() -> None:
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--vision-model", type=Path, default=None)
     ap.add_argument("--context", type=int, default=8192, help="context of the fresh tiny text model")
+    ap.add_argument("--suites", nargs="+", default=None, help="these suites only (default: every built-in one)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         tiny, vlm = build_models(d, args.context)
         text, vision = args.model or tiny, args.vision_model or vlm
         print(f"text model {text}, vision model {vision}")
-        print(f"{'suite':12} {'samples':>7} {'pass@1':>7} {'steps':>6} {'tokens':>7} {'infra':>6} {'wall s':>7}  infra reason")
-        for name in builtin_suites():
+        print(f"{'suite':12} {'samples':>7} {'pass@1':>7} {'95% CI':>15} {'steps':>6} {'tokens':>7} {'infra':>6} "
+              f"{'wall s':>7}  infra reason | commonest failures")
+        for name in args.suites or builtin_suites():
             r = run_suite(name, vision if name in VISION else text, d / f"eval-{name}")
-            print(f"{r['suite']:12} {r['samples']:7d} {r['pass@1']:7.3f} {r['steps']:6.2f} {r['tokens']:7.1f} "
-                  f"{r['infra']:6.1%} {r['wall_s']:7.1f}  {r['why']}", flush=True)
+            lo, hi = r["ci95"]
+            print(f"{r['suite']:12} {r['samples']:7d} {r['pass@1']:7.3f} {f'[{lo:.3f}, {hi:.3f}]':>15} {r['steps']:6.2f} "
+                  f"{r['tokens']:7.1f} {r['infra']:6.1%} {r['wall_s']:7.1f}  {r['why']} | {r['fails']}", flush=True)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ def load_mean() -> float:
 async def probe_domain(name: str, engine, tok, runner, n: int, group: int, max_new: int, seed: int,
                        args: dict | None = None) -> dict:
     from posttrain.eval.heldout import evaluate_heldout
-    from posttrain.recipes.report import wilson
+    from posttrain.eval.stats import wilson
     from posttrain.registry import build
     from posttrain.rollout.engine import SamplingParams
     from posttrain.rollout.single_turn import rollout_single_turn

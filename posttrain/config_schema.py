@@ -173,6 +173,11 @@ class RLConfig(Section):
     temperature: float = Field(default=1.0, ge=0.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     max_new_tokens: int = Field(default=24, ge=1)
+    # 0: no limit. N: training tasks whose chat-templated prompt is over N tokens are left out of
+    # RL when the splits are built (verl's filter_overlong_prompts), named in the run's progress and
+    # summary; the held-out split keeps them. One 2,591-token IFBench prompt made a SmolLM2 step 6x
+    # as long as the others (docs/benchmarks.md, "Real models").
+    max_prompt_tokens: int = Field(default=0, ge=0)
     update_epochs: int = Field(default=1, ge=1)
     minibatches: int = Field(default=1, ge=1)
     # 0: a minibatch's forward and backward run at once. N: in micro-batches of about N tokens (a

@@ -62,7 +62,7 @@ def draw_pass_bars(ax: Any, labels: Sequence[str], before: Sequence[float], afte
                    n: Sequence[int] | None = None, names: tuple[str, str] = ("before (A)", "after (B)")) -> None:
     """Grouped bars on `ax`, each value printed on its bar and, given the sample counts `n`, a
     95% Wilson interval as its error bar."""
-    from posttrain.eval.recipe_eval import wilson
+    from posttrain.eval.stats import wilson
 
     xs = list(range(len(labels)))
     for off, vals, name, color in ((-0.2, before, names[0], "#95a5a6"), (0.2, after, names[1], "#2e86c1")):

@@ -12,22 +12,10 @@ exact McNemar the quickstart's summary uses.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Callable
 
-from posttrain.eval.stats import mcnemar_exact
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of k successes out of n; (nan, nan) for n == 0."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
+from posttrain.eval.stats import mcnemar_exact, wilson
 
 
 def read_json(run_dir: Path, name: str) -> dict[str, Any] | None:

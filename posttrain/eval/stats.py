@@ -2,6 +2,7 @@
 
     p = mcnemar_exact(b=3, c=11)                       # binary outcomes, paired
     ci = clustered_mean_ci(values, clusters)           # mean with task-clustered 95% CI
+    ci = proportion_ci(passed, clusters)               # pass rate: Wilson, clustered
     ci = paired_bootstrap(a, b, clusters, seed=0)      # graded scores, paired, resampling tasks
     adj = holm([0.01, 0.04, 0.03])                     # family-wise error over domains
 
@@ -95,6 +96,45 @@ def clustered_mean_ci(values: Sequence[float], clusters: Sequence[Hashable], lev
         return Interval(mean, float("nan"), float("nan"), se, len(x), g)
     half = _t_quantile(level, g - 1) * se
     return Interval(mean, mean - half, mean + half, se, len(x), g)
+
+
+def wilson(k: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of k successes in n trials; (nan, nan) for n = 0.
+
+    Unlike the normal interval it stays inside [0, 1] and does not shrink to a point at 0/n
+    or n/n: 0 of 30 gives [0, 0.114], not [0, 0]. `n` may be an effective (fractional) size.
+    """
+    if n <= 0:
+        return float("nan"), float("nan")
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(max(0.0, p * (1 - p) / n + z * z / (4 * n * n))) / d
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+def proportion_ci(passed: Sequence[float], clusters: Sequence[Hashable], level: float = 0.95) -> Interval:
+    """Pass rate of 0/1 outcomes with a Wilson interval at the clustered effective sample size.
+
+    n_eff = p(1 - p) / se^2 with the task-clustered se (Kish's design effect), capped at N:
+    with one sample per task it is N (the textbook Wilson interval), and epochs of a task that always agree count
+    once. When every sample agrees (se = 0) n_eff is the number of tasks. A t interval would
+    report [0, 0] for 0 of 30 passes; this reports [0, 0.114].
+    """
+    x = np.asarray(passed, dtype=float)  # [N] of 0/1
+    g = len(set(map(str, clusters)))
+    if len(x) == 0:
+        nan = float("nan")
+        return Interval(nan, nan, nan, nan, 0, 0)
+    p = float(x.mean())
+    se = clustered_se(x, clusters) if g >= 2 else float("nan")
+    if g == len(x) or not se > 0:  # independent samples: the textbook Wilson interval on g
+        n_eff = float(g)
+    else:
+        n_eff = min(len(x), p * (1 - p) / se**2)
+    z = _t_quantile(level, 10**9)  # the normal quantile
+    lo, hi = wilson(p * n_eff, n_eff, z)
+    return Interval(p, lo, hi, se, len(x), g)
 
 
 def paired_delta_ci(before: Sequence[float], after: Sequence[float], clusters: Sequence[Hashable],

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from posttrain.eval.metrics import nanmean, pass_at_k, pass_hat_k
 from posttrain.eval.records import SampleRecord
-from posttrain.eval.stats import clustered_mean_ci
+from posttrain.eval.stats import clustered_mean_ci, proportion_ci
 
 
 def ks_for(epochs: int) -> list[int]:
@@ -49,7 +49,7 @@ def _group(records: list[SampleRecord], epochs: int) -> dict[str, Any]:
         out["tasks_short"][str(k)] = sum(math.isnan(v) for v in at)
     out["pass@1"] = out["pass@k"]["1"]
     out["score"] = clustered_mean_ci([r.score for r in judged], [r.task_id for r in judged]).as_dict()
-    out["pass_rate"] = clustered_mean_ci([float(r.passed) for r in judged], [r.task_id for r in judged]).as_dict()
+    out["pass_rate"] = proportion_ci([float(r.passed) for r in judged], [r.task_id for r in judged]).as_dict()
     n = len(judged)
     out["steps"] = sum(r.steps for r in judged) / n if n else float("nan")
     out["tokens"] = sum(r.tokens for r in judged) / n if n else float("nan")

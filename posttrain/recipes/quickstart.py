@@ -256,12 +256,19 @@ class TextRL:
     resumable = True
 
     def splits(self, cfg: RunConfig) -> Splits:
-        return make_splits(cfg)
+        from posttrain.tasks.splits import drop_long_prompts
+
+        splits = make_splits(cfg)
+        return drop_long_prompts(splits, _tokenizer(cfg), cfg.rl.max_prompt_tokens) if cfg.rl.max_prompt_tokens else splits
 
     async def base(self, ctx: RunContext) -> tuple[Any, Any]:
         from posttrain.rollout.tokenizer_checks import check_oracles_roundtrip
 
-        assert ctx.splits is not None  # SFT demonstrations and the format rule need every oracle to be text
+        assert ctx.splits is not None
+        if ctx.splits.dropped:
+            ctx.report("log", {"line": f"rl.max_prompt_tokens={ctx.cfg.rl.max_prompt_tokens}: left out "
+                                       f"{len(ctx.splits.dropped)} training task(s) with longer prompts (longest "
+                                       f"{max(ctx.splits.dropped.values())} tokens); the held-out split keeps them"})  # SFT demonstrations and the format rule need every oracle to be text
         check_oracles_roundtrip(_tokenizer(ctx.cfg), [*ctx.splits.train, *ctx.splits.held_out])  # it can emit
         return build_base(ctx.cfg, ctx.run_dir)
 
@@ -301,6 +308,8 @@ class TextRL:
 
         summary = add_intervals(summarize(before, after, ctx.cfg, ctx.run_dir), before, after)
         summary["warnings"] = dict(ctx.state.warnings)
+        if ctx.splits is not None and ctx.splits.dropped:  # train tasks over rl.max_prompt_tokens
+            summary["dropped_long_prompts"] = dict(ctx.splits.dropped)
         ctx.extra["evals"] = (before, after)
         return summary
 

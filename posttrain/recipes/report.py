@@ -11,19 +11,10 @@ where a normal interval collapses to a point.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of k successes in n trials (nan, nan) for n = 0."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, mid - half), min(1.0, mid + half)
+from posttrain.eval.stats import wilson
 
 
 def _interval(res: Any, domain: str) -> list[float]:

@@ -39,15 +39,64 @@ from posttrain.verifiers.humaneval_runner import RUNNER
 from posttrain.verifiers.math_answer import final_text
 
 _FENCE = re.compile(r"```(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
+_TAGGED = re.compile(r"```(?:python|py|python3)[ \t]*\n")
+
+
+def _defines(code: str, entry_point: str) -> bool:
+    return re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", code, re.MULTILINE) is not None
+
+
+def code_candidates(completion: str, entry_point: str) -> list[str]:
+    """Where the code may be in a model's reply, most likely first, as instruct models write it.
+
+    Closed ```python blocks (those defining the entry point first, the last before earlier
+    ones); an opened ```python block never closed (cut at the token budget): all after
+    it; code closed by a fence it never opened (a reply that continues the prompt, then
+    "```" and prose): all before it; all after a bare unclosed fence; the whole reply.
+    Every candidate is the model's own text; `build_program` runs only one of them.
+    """
+    blocks = _FENCE.findall(completion)[::-1]
+    out = [b for b in blocks if _defines(b, entry_point)] + [b for b in blocks if not _defines(b, entry_point)]
+    if not blocks and "```" in completion:
+        tagged = _TAGGED.search(completion)
+        if tagged:
+            out.append(completion[tagged.end():])
+        cut = completion.index("```")
+        out.append(completion[:cut])
+        out.append(completion[cut:].partition("\n")[2])
+    return [c for c in out if c.strip()] + [completion]
+
+
+def _compiles(program: str) -> bool:
+    try:
+        compile(program, "program.py", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _program(prompt: str, code: str, entry_point: str) -> tuple[str, bool]:
+    """(program, compiles): prompt + continuation, or the prompt's imports + a full definition.
+    Code followed by prose ("This function uses ...") keeps its longest whole-line prefix
+    that compiles."""
+    if _defines(code, entry_point):
+        head = "\n".join(ln for ln in prompt.splitlines() if re.match(r"^(import|from)\s", ln)) + "\n"
+    else:
+        head = prompt
+    if _compiles(head + code):
+        return head + code, True
+    lines = code.splitlines(keepends=True)
+    for end in range(len(lines) - 1, 0, -1):  # whole-line prefixes, longest first
+        if lines[end - 1].strip() and _compiles(head + "".join(lines[:end])):
+            return head + "".join(lines[:end]), True
+    return head + code, False
 
 
 def build_program(prompt: str, completion: str, entry_point: str) -> str:
-    fenced = _FENCE.findall(completion)
-    code = fenced[-1] if fenced else completion
-    if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", code, re.MULTILINE):
-        imports = [ln for ln in prompt.splitlines() if re.match(r"^(import|from)\s", ln)]
-        return "\n".join(imports) + "\n" + code
-    return prompt + code
+    """The program to test: the first candidate (`code_candidates`) that compiles; if none
+    does, the first one, so the verifier reports its syntax error."""
+    programs = [_program(prompt, c, entry_point) for c in code_candidates(completion, entry_point)]
+    return next((p for p, ok in programs if ok), programs[0][0])
 
 
 def runner_argv() -> list[str]:

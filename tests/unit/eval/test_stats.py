@@ -9,6 +9,8 @@ import pytest
 from scipy import stats as sps
 
 from posttrain.eval.stats import (
+    proportion_ci,
+    wilson,
     clustered_mean_ci,
     clustered_se,
     holm,
@@ -96,3 +98,26 @@ def test_holm_hand_case():
 def test_holm_keeps_nan_out_of_family():
     out = holm([0.02, float("nan"), 0.5])
     assert out[0] == pytest.approx(0.04) and math.isnan(out[1]) and out[2] == pytest.approx(0.5)
+
+
+def test_wilson_matches_statsmodels_textbook_values():
+    lo, hi = wilson(8, 10)  # Wilson 95% for 8/10: [0.490, 0.943]
+    assert (round(lo, 3), round(hi, 3)) == (0.490, 0.943)
+
+
+def test_a_pass_rate_of_zero_has_an_interval_wider_than_a_point():
+    ci = proportion_ci([0.0] * 30, range(30))  # a t interval would be [0, 0]
+    assert ci.low == 0.0 and round(ci.high, 3) == 0.114
+
+
+def test_a_pass_rate_with_one_sample_per_task_is_the_textbook_wilson_interval():
+    ci = proportion_ci([1.0] * 8 + [0.0] * 2, range(10))
+    assert (ci.low, ci.high) == pytest.approx(wilson(8, 10), abs=1e-4)
+
+
+def test_epochs_of_a_task_that_always_agree_count_once():
+    tasks = [i // 3 for i in range(30)]  # 10 tasks x 3 epochs, every epoch of a task agreeing
+    ci = proportion_ci([float(t % 2) for t in tasks], tasks)
+    # 10 tasks' worth of evidence (CR1's G/(G-1) makes it 9), not 30 samples'
+    assert (ci.low, ci.high) == pytest.approx(wilson(4.5, 9), abs=1e-3)
+    assert ci.high - ci.low > (lambda lo, hi: hi - lo)(*wilson(15, 30))

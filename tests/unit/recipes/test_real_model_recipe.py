@@ -8,7 +8,8 @@ import pytest
 
 from posttrain.errors import ConfigError
 from posttrain.recipes.quickstart import MODEL_PRESETS, model_preset_config, resolve_model
-from posttrain.recipes.report import add_intervals, wilson, write_report
+from posttrain.eval.stats import wilson
+from posttrain.recipes.report import add_intervals, write_report
 
 
 def _model_dir(tmp_path, name="smollm2-135m-instruct"):

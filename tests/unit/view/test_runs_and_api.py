@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from posttrain.view.app import create_app
-from posttrain.eval.recipe_eval import wilson
+from posttrain.eval.stats import wilson
 from posttrain.view.runs import RunView
 from posttrain.view.synthetic import write_run
 
