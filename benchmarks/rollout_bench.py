@@ -23,7 +23,9 @@ layers, 9 heads / 3 KV heads, 1536 MLP, 49152 vocabulary, tied embeddings; rando
 or real weights when --model-dir, default models/smollm2, holds an HF checkpoint), fp32, 2 threads,
 64 rollouts (8 prompts x group 8, prompts of 16-48 tokens) of exactly 128 new tokens at
 temperature 1, logprobs kept. `fast` against transformers `generate` with a static cache
-(`cache_implementation="static"`, EOS suppressed by min_new_tokens), interleaved in one run.
+(`cache_implementation="static"`, EOS suppressed by min_new_tokens), interleaved in one run,
+each in fp32 and in bf16 (HF: the whole model in bf16; `fast`: `matmul_dtype="bfloat16"`, the
+weight matmuls in bf16 and everything else fp32), with the bf16 logprobs' gap to fp32.
 """
 
 from __future__ import annotations
@@ -234,7 +236,12 @@ def hf_static_generate(model, tok, reqs: list[GenRequest]) -> int:
 
 
 def smollm2_row(repeats: int, new: int = 128, path: Path = Path("models/smollm2")) -> None:
+    """Four engines interleaved per repeat: HF generate (static cache) in fp32 and in bf16, `fast`
+    in fp32 and with bf16 weight matmuls (`matmul_dtype`, the rest fp32)."""
+    import copy
+
     model, tok, what = smollm2_model(path)
+    half = copy.deepcopy(model).to(torch.bfloat16)  # HF's own bf16: every op in bf16
     vocab = model.config.vocab_size
     g = torch.Generator().manual_seed(0)
     reqs = []
@@ -243,29 +250,55 @@ def smollm2_row(repeats: int, new: int = 128, path: Path = Path("models/smollm2"
         ids = tuple(torch.randint(1, vocab, (L,), generator=g).tolist())
         reqs.append(GenRequest(ids, SamplingParams(temperature=1.0, max_new_tokens=new, n=8, seed=i), id=str(i)))
     fast = FastEngine(model, tok, max_batch=64, ignore_eos=True)
+    fast16 = FastEngine(model, tok, max_batch=64, ignore_eos=True, matmul_dtype="bfloat16")
     warm = [GenRequest(reqs[0].prompt_ids, SamplingParams(temperature=1.0, max_new_tokens=4, n=8, seed=0))]
-    fast.generate(warm)  # warm-up: lanes allocated, kernels built
-    hf_static_generate(model, tok, warm)
-    hf_tps, fast_tps, steps, floors = [], [], [], []
-    for _ in range(repeats):  # interleaved, so load drift hits both alike
-        dt, n = timed(lambda: hf_static_generate(model, tok, reqs))
-        hf_tps.append(n / dt)
-        print(f"  hf generate (static cache): {dt:.1f} s for {n} tokens", flush=True)
+    for e in (fast, fast16):
+        e.generate(warm)  # warm-up: lanes allocated, kernels built
+    for m in (model, half):
+        hf_static_generate(m, tok, warm)
+    names = ("hf static fp32", "hf static bf16", "fast fp32", "fast bf16 matmuls")
+    tps: dict[str, list[float]] = {n: [] for n in names}
+    steps: dict[str, list[float]] = {"fast fp32": [], "fast bf16 matmuls": []}
+    floors, gap = [], float("nan")
+    for _ in range(repeats):  # interleaved, so load drift hits all alike
+        for name, m in (("hf static fp32", model), ("hf static bf16", half)):
+            dt, n = timed(lambda: hf_static_generate(m, tok, reqs))
+            tps[name].append(n / dt)
+            print(f"  {name}: {dt:.1f} s for {n} tokens", flush=True)
         floors.append(floor_ms(model, 64, repeats=3))
-        before = dict(fast.counters)
-        dt, outs = timed(lambda: fast.generate(reqs))
-        fast_tps.append(sum(len(o.token_ids) for o in outs) / dt)
-        print(f"  fast: {dt:.1f} s for {sum(len(o.token_ids) for o in outs)} tokens", flush=True)
-        steps.append((fast.counters["decode_s"] - before["decode_s"]) * 1e3
-                     / (fast.counters["decode_steps"] - before["decode_steps"]))
-    h, f = statistics.median(hf_tps), statistics.median(fast_tps)
-    print(f"{what}: fp32, torch threads {torch.get_num_threads()}, 64 rollouts x {new} new tokens, "
+        for name, e in (("fast fp32", fast), ("fast bf16 matmuls", fast16)):
+            before = dict(e.counters)
+            dt, outs = timed(lambda: e.generate(reqs))
+            n = sum(len(o.token_ids) for o in outs)
+            tps[name].append(n / dt)
+            steps[name].append((e.counters["decode_s"] - before["decode_s"]) * 1e3
+                               / (e.counters["decode_steps"] - before["decode_steps"]))
+            print(f"  {name}: {dt:.1f} s for {n} tokens", flush=True)
+            if name == "fast bf16 matmuls":  # its logprobs against the fp32 trainer's recompute, 4 samples
+                gap = max(_recompute_gap(model, reqs[k // 8].prompt_ids, outs[k]) for k in (0, 9, 18, 27))
+    med = {n: statistics.median(v) for n, v in tps.items()}
+    print(f"{what}: torch threads {torch.get_num_threads()}, 64 rollouts x {new} new tokens, "
           f"{repeats} repeat(s), medians")
-    print("| model | hf generate (static cache) tok/s | fast tok/s | fast/hf | floor ms/step | fast ms/step |")
-    print("|---|---|---|---|---|---|")
-    print(f"| SmolLM2-135M | {h:.0f} | {f:.0f} | **{f / h:.2f}x** | {statistics.median(floors):.1f} "
-          f"| {statistics.median(steps):.1f} |", flush=True)
-    print("  floor: the model's own HF forward of 64 single tokens, no cache, no sampling (the matmul cost)")
+    print("| engine | tok/s | ms/step | vs hf static fp32 | vs hf static, same dtype |")
+    print("|---|---:|---:|---:|---:|")
+    for n in names:
+        same = {"fast fp32": "hf static fp32", "fast bf16 matmuls": "hf static bf16"}.get(n, n)
+        step = f"{statistics.median(steps[n]):.1f}" if n in steps else "-"
+        print(f"| {n} | {med[n]:.0f} | {step} | {med[n] / med['hf static fp32']:.2f}x | {med[n] / med[same]:.2f}x |")
+    best = max(med["hf static fp32"], med["hf static bf16"])
+    print(f"  fast bf16 matmuls / the faster HF static: **{med['fast bf16 matmuls'] / best:.2f}x**; "
+          f"fast fp32 / hf static fp32: **{med['fast fp32'] / med['hf static fp32']:.2f}x**")
+    print(f"  floor: the model's own HF fp32 forward of 64 single tokens, no cache: {statistics.median(floors):.1f} ms")
+    print(f"  fast bf16 matmuls: max |logprob - fp32 recompute| over 4 samples x {new} tokens: {gap:.4f}", flush=True)
+
+
+def _recompute_gap(model, prompt, out) -> float:
+    """max |engine logprob - fp32 HF recompute| over one completion's tokens."""
+    ids = torch.tensor([list(prompt) + list(out.token_ids)])
+    with torch.inference_mode():
+        lp = model(ids).logits.float().log_softmax(-1)[0, len(prompt) - 1:-1]  # [T, V]
+    ref = lp.gather(-1, torch.tensor(out.token_ids)[:, None])[:, 0]
+    return (ref - torch.tensor(out.logprobs)).abs().max().item()
 
 
 def main() -> None:

@@ -22,6 +22,10 @@ once, verified as load_weights does, and the batch goes on: running sequences ke
 their earlier tokens made (PipelineRL-style, not recomputed), their later tokens are sampled
 under the new weights, and each token's version comes back in Completion.token_versions.
 
+`matmul_dtype="bfloat16"` runs the weight matmuls in bf16 (AMX / AVX512-BF16 on CPU, ~4x
+fp32) with activations, KV, attention and sampling in fp32; logprobs then differ from the
+fp32 model's by bf16 rounding (tests/unit/rollout/test_fast_matmul_dtype.py states the bound).
+
 Limits: one process, one device; a step is never preempted, so a deadline is honoured at
 step granularity. The KV of a prompt shared across calls is reused only while the
 weights are unchanged (load_weights clears the store). On GPU, `cuda_graphs=True` pads
@@ -65,6 +69,9 @@ class _Waiting:
     deadline: float | None
 
 
+MATMUL_DTYPES = ("bfloat16", "float16", "float32")
+
+
 @engine("fast")
 class FastEngine(LaneBudget):
     inflight_weight_update = True  # set_weight_source: new weights between decode steps (config_check reads it)
@@ -76,7 +83,7 @@ class FastEngine(LaneBudget):
                  speculative: str | None = None, num_draft: int = 4, draft_model: Any = None, ngram_max: int = 3,
                  device: str | None = None, dtype: str | None = None, cuda_graphs: bool = False,
                  prefill_tokens: int = 8192, seed: int = 0, ignore_eos: bool = False,
-                 static_decode: bool = False, kv_mb: float = 4096.0) -> None:
+                 static_decode: bool = False, kv_mb: float = 4096.0, matmul_dtype: str | None = None) -> None:
         eos = getattr(tokenizer, "eos_token_id", None)
         if eos is None:
             raise ModelError("tokenizer has no EOS token (eos_token_id is None): generation could never stop; "
@@ -90,6 +97,10 @@ class FastEngine(LaneBudget):
                 raise ConfigError(f"engine.args.{name} must be a number of MiB > 0, got {mb!r}")
         tdtype = getattr(torch, dtype) if dtype else None
         self.lm = FastLM.from_hf(model, tdtype, device, max_len=max_model_len)  # ModelError if unsupported
+        if matmul_dtype is not None:  # bfloat16: weight matmuls on AMX / AVX512-BF16, the rest fp32
+            if matmul_dtype not in MATMUL_DTYPES:
+                raise ConfigError(f"engine.args.matmul_dtype must be one of {sorted(MATMUL_DTYPES)}, got {matmul_dtype!r}")
+            self.lm.set_matmul_dtype(getattr(torch, matmul_dtype))
         self.tok = tokenizer
         # EOS, generation_config EOS ids and the chat template's end-of-turn token (tokenizer_checks.py)
         self.finisher = Finisher(tokenizer, set() if ignore_eos else stop_token_ids(tokenizer, model))
@@ -201,6 +212,7 @@ class FastEngine(LaneBudget):
 
     def _commit_weights(self, rep: SyncReport) -> None:
         """New weights are in: the KV cache and every conversation's prefix belong to the old."""
+        self.lm.refresh_matmul_weights()  # the matmul_dtype copies follow the new master weights
         self.store.clear()
         for c in list(self._conversations):
             c._invalidate()

@@ -123,6 +123,9 @@ class FastLM:
         self.cos, self.sin = ropes[a.rope_keys[0]]
         self.fused_decode = True  # CPU fp32 decode through cpu_kernels when it builds
         self.views = self._hf_views(qkv_bias, mlp_bias, o_bias)
+        # matmul_dtype (`set_matmul_dtype`): id(weight matrix) -> its copy in that dtype. Empty: none.
+        self.matmul_dtype: torch.dtype | None = None
+        self._mm: dict[int, torch.Tensor] = {}
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -187,6 +190,33 @@ class FastLM:
                 v[p + "mlp.up_proj.bias"] = L["bgu"][s.inter:]
                 v[p + "mlp.down_proj.bias"] = L["bd"]
         return v
+
+    def set_matmul_dtype(self, dtype: torch.dtype | None) -> None:
+        """Run the weight matmuls (q/k/v/o, gate/up/down, the LM head) in `dtype`, all else as is.
+
+        On a CPU with AMX or AVX512-BF16, bfloat16 matmuls run ~4x the fp32 rate (64-row
+        decode shapes on this project's machine). Activations, the KV cache, norms, rotary,
+        attention, softmax and sampling stay in the model's dtype (what torch.autocast does
+        on CPU), so the fused CPU kernels still run. The fp32 weights stay the master copy
+        (weight sync writes them); `refresh_matmul_weights` re-derives the copies after it.
+        """
+        self.matmul_dtype = None if dtype in (None, self.dtype) else dtype
+        self.refresh_matmul_weights()
+
+    def refresh_matmul_weights(self) -> None:
+        if self.matmul_dtype is None:
+            self._mm = {}
+            return
+        mats = [self.lm_head] + [L[k] for L in self.layers for k in ("wqkv", "wo", "wgu", "wd")]
+        self._mm = {id(w): w.to(self.matmul_dtype) for w in mats}
+
+    def _linear(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+        """x @ w.T + b, in `matmul_dtype` when one is set (output back in x's dtype)."""
+        low = self._mm.get(id(w)) if self._mm else None
+        if low is None:
+            return torch.nn.functional.linear(x, w, b)
+        out = torch.nn.functional.linear(x.to(low.dtype), low).to(x.dtype)
+        return out if b is None else out + b
 
     def new_lanes(self, n: int, cap: int) -> Lanes:
         return Lanes(self.shape, n, cap, self.dtype, self.device)
@@ -255,7 +285,7 @@ class FastLM:
 
     def _mlp(self, h: torch.Tensor, L: dict, fused: bool) -> torch.Tensor:
         s = self.shape
-        gu = torch.nn.functional.linear(h, L["wgu"], L["bgu"])  # [B, T, 2I]
+        gu = self._linear(h, L["wgu"], L["bgu"])  # [B, T, 2I]
         g, u = gu.split(s.inter, dim=-1)
         if self.arch.gemma:
             act = torch.nn.functional.gelu(g, approximate="tanh") * u  # HF gelu_pytorch_tanh
@@ -263,7 +293,7 @@ class FastLM:
             act = cpu_kernels.silu_mul(gu)  # [B, T, I]
         else:
             act = torch.nn.functional.silu(g) * u
-        return torch.nn.functional.linear(act, L["wd"], L["bd"])
+        return self._linear(act, L["wd"], L["bd"])
 
     def _attention(self, h: torch.Tensor, li: int, L: dict, kc: torch.Tensor, vc: torch.Tensor, rows: torch.Tensor,
                    pos: torch.Tensor, cos: torch.Tensor | None, sin: torch.Tensor | None, mask: torch.Tensor | None,
@@ -273,7 +303,7 @@ class FastLM:
         s, a = self.shape, self.arch
         B, T, _ = h.shape
         D, kvh, g = s.head_dim, s.kv_heads, s.group
-        qkv = torch.nn.functional.linear(h, L["wqkv"], L["bqkv"])  # [B, T, (H + 2kvh) D]
+        qkv = self._linear(h, L["wqkv"], L["bqkv"])  # [B, T, (H + 2kvh) D]
         if a.qk_norm:  # per-head norm of q and k, before the rotary embedding (HF order)
             nq, nk = s.heads * D, kvh * D
             qkv = torch.cat((self._norm(qkv[..., :nq].reshape(B, T, s.heads, D), L["q_norm"]).reshape(B, T, nq),
@@ -282,7 +312,7 @@ class FastLM:
         if plan is not None:  # fused: rotary, KV write and attention over each row's visible positions
             c, sn = self.ropes[a.rope_keys[li]]
             o = plan.run(qkv, c, sn, kc, vc, s.heads, scale=a.attn_scale, window=a.windows[li] or 0)  # [B, T, H D]
-            return torch.nn.functional.linear(o, L["wo"], L["bo"])
+            return self._linear(o, L["wo"], L["bo"])
         q, k, v = qkv.split((s.heads * D, kvh * D, kvh * D), dim=-1)
         q = _rotate(q.view(B, T, s.heads, D), cos, sin)  # [B, T, H, D]
         k = _rotate(k.view(B, T, kvh, D), cos, sin)  # [B, T, kvh, D]
@@ -294,14 +324,14 @@ class FastLM:
         att = att.masked_fill(~mask, float("-inf")).softmax(-1, dtype=torch.float32).to(q.dtype)  # as HF: fp32 softmax
         o = torch.matmul(att, V)  # [B, kvh, gT, D]
         o = o.view(B, kvh, g, T, D).permute(0, 3, 1, 2, 4).reshape(B, T, s.heads * D)
-        return torch.nn.functional.linear(o, L["wo"], L["bo"])
+        return self._linear(o, L["wo"], L["bo"])
 
     def _norm(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return _gemma_rms(x, w, self.shape.eps) if self.arch.gemma else _rms(x, w, self.shape.eps)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[..., hidden] -> fp32 logits [..., V] (Gemma: softcapped as HF, when configured)."""
-        out = torch.nn.functional.linear(hidden, self.lm_head)
+        out = self._linear(hidden, self.lm_head)
         cap = self.arch.final_softcap
         if cap is not None:
             out = torch.tanh(out / cap) * cap
