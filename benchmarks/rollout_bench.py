@@ -259,7 +259,7 @@ def smollm2_row(repeats: int, new: int = 128, path: Path = Path("models/smollm2"
     names = ("hf static fp32", "hf static bf16", "fast fp32", "fast bf16 matmuls")
     tps: dict[str, list[float]] = {n: [] for n in names}
     steps: dict[str, list[float]] = {"fast fp32": [], "fast bf16 matmuls": []}
-    floors, gap = [], float("nan")
+    floors, gap, hf_gap = [], float("nan"), float("nan")
     for _ in range(repeats):  # interleaved, so load drift hits all alike
         for name, m in (("hf static fp32", model), ("hf static bf16", half)):
             dt, n = timed(lambda: hf_static_generate(m, tok, reqs))
@@ -276,6 +276,7 @@ def smollm2_row(repeats: int, new: int = 128, path: Path = Path("models/smollm2"
             print(f"  {name}: {dt:.1f} s for {n} tokens", flush=True)
             if name == "fast bf16 matmuls":  # its logprobs against the fp32 trainer's recompute, 4 samples
                 gap = max(_recompute_gap(model, reqs[k // 8].prompt_ids, outs[k]) for k in (0, 9, 18, 27))
+                hf_gap = max(_recompute_gap(model, reqs[k // 8].prompt_ids, outs[k], half) for k in (0, 9, 18, 27))
     med = {n: statistics.median(v) for n, v in tps.items()}
     print(f"{what}: torch threads {torch.get_num_threads()}, 64 rollouts x {new} new tokens, "
           f"{repeats} repeat(s), medians")
@@ -289,16 +290,23 @@ def smollm2_row(repeats: int, new: int = 128, path: Path = Path("models/smollm2"
     print(f"  fast bf16 matmuls / the faster HF static: **{med['fast bf16 matmuls'] / best:.2f}x**; "
           f"fast fp32 / hf static fp32: **{med['fast fp32'] / med['hf static fp32']:.2f}x**")
     print(f"  floor: the model's own HF fp32 forward of 64 single tokens, no cache: {statistics.median(floors):.1f} ms")
-    print(f"  fast bf16 matmuls: max |logprob - fp32 recompute| over 4 samples x {new} tokens: {gap:.4f}", flush=True)
+    print(f"  max |logprob - fp32 recompute| over the same 4 samples x {new} tokens: fast bf16 matmuls {gap:.4f}, "
+          f"HF's bf16 model {hf_gap:.4f}", flush=True)
 
 
-def _recompute_gap(model, prompt, out) -> float:
-    """max |engine logprob - fp32 HF recompute| over one completion's tokens."""
+def _logprobs(model, prompt, out) -> torch.Tensor:
     ids = torch.tensor([list(prompt) + list(out.token_ids)])
     with torch.inference_mode():
         lp = model(ids).logits.float().log_softmax(-1)[0, len(prompt) - 1:-1]  # [T, V]
-    ref = lp.gather(-1, torch.tensor(out.token_ids)[:, None])[:, 0]
-    return (ref - torch.tensor(out.logprobs)).abs().max().item()
+    return lp.gather(-1, torch.tensor(out.token_ids)[:, None])[:, 0]
+
+
+def _recompute_gap(model, prompt, out, other=None) -> float:
+    """max |logprob - fp32 HF recompute| over one completion's tokens: the engine's own logprobs,
+    or `other` model's recompute of the same tokens."""
+    ref = _logprobs(model, prompt, out)
+    got = torch.tensor(out.logprobs) if other is None else _logprobs(other, prompt, out)
+    return (ref - got).abs().max().item()
 
 
 def main() -> None:

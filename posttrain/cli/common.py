@@ -113,7 +113,7 @@ class PhaseProgress:
             self.console.print(f"SFT step {info['step']}: validation pass@1 {info['pass@1']:.3f} ({shown})")
         elif phase == "before":
             shown = ", ".join(f"{d} {v:.3f}" for d, v in info["pass@1"].items())
-            self.console.print(f"held-out pass@1 after SFT, before RL: {shown}")
+            self.console.print(f"held-out pass@1 before RL: {shown}")  # after the SFT warm-up, if any
 
     @staticmethod
     def _describe(phase: str, info: dict) -> str:
