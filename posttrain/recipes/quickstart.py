@@ -232,6 +232,23 @@ def run_quickstart(cfg: RunConfig, run_dir: Path, resume: bool = False, report: 
     return run_recipe("rl", cfg, run_dir, resume=resume, report=report, sandbox=sandbox, budget_s=rl_budget_s)
 
 
+def drop_long_prompts(splits: Splits, tokenizer: Any, max_tokens: int) -> Splits:
+    """`splits` without the training tasks whose chat-templated prompt is over `max_tokens`
+    tokens (`rl.max_prompt_tokens`); they are listed in `dropped`. Held-out tasks all stay."""
+    from posttrain.errors import ConfigError
+    from posttrain.rollout.prompting import encode_prompt
+
+    if max_tokens <= 0:
+        return splits
+    sizes = {t.id: len(encode_prompt(tokenizer, t.prompt)) for t in splits.train}  # [train] prompt tokens
+    dropped = {tid: n for tid, n in sizes.items() if n > max_tokens}
+    if len(dropped) == len(sizes) and sizes:
+        raise ConfigError(f"rl.max_prompt_tokens={max_tokens} leaves no training task: the shortest prompt "
+                          f"has {min(sizes.values())} tokens")
+    keep = [t for t in splits.train if t.id not in dropped]
+    return Splits(keep, splits.held_out, [t for t in splits.sft if t.id not in dropped], dropped)
+
+
 def _tokenizer(cfg: RunConfig) -> Any:
     """The run's tokenizer without loading its model (the tiny default's is built in code)."""
     if cfg.model.path is None:
@@ -256,8 +273,6 @@ class TextRL:
     resumable = True
 
     def splits(self, cfg: RunConfig) -> Splits:
-        from posttrain.tasks.splits import drop_long_prompts
-
         splits = make_splits(cfg)
         return drop_long_prompts(splits, _tokenizer(cfg), cfg.rl.max_prompt_tokens) if cfg.rl.max_prompt_tokens else splits
 

@@ -118,22 +118,6 @@ def make_splits(cfg: Any, images: bool = False) -> Splits:
     return Splits(train, held, sft_demos(train, cfg.tasks.sft_frac))
 
 
-def drop_long_prompts(splits: Splits, tokenizer: Any, max_tokens: int) -> Splits:
-    """`splits` without the training tasks whose chat-templated prompt is over `max_tokens`
-    tokens (`rl.max_prompt_tokens`); they are listed in `dropped`. Held-out tasks all stay."""
-    from posttrain.rollout.prompting import encode_prompt
-
-    if max_tokens <= 0:
-        return splits
-    sizes = {t.id: len(encode_prompt(tokenizer, t.prompt)) for t in splits.train}  # [train] prompt tokens
-    dropped = {tid: n for tid, n in sizes.items() if n > max_tokens}
-    if len(dropped) == len(sizes) and sizes:
-        raise ConfigError(f"rl.max_prompt_tokens={max_tokens} leaves no training task: the shortest prompt "
-                          f"has {min(sizes.values())} tokens")
-    keep = [t for t in splits.train if t.id not in dropped]
-    return Splits(keep, splits.held_out, [t for t in splits.sft if t.id not in dropped], dropped)
-
-
 def pin_splits(splits: Splits, run_dir: Path) -> None:
     """Pin the exact tasks of the run (replay, postmortem and eval rebuild them from here)."""
     from posttrain.tasks.io import save_tasks

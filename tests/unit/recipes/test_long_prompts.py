@@ -7,7 +7,8 @@ from posttrain.config import load_config
 from posttrain.errors import ConfigError
 from posttrain.models.tiny import build_tokenizer
 from posttrain.rollout.prompting import encode_prompt
-from posttrain.tasks.splits import drop_long_prompts, make_splits
+from posttrain.recipes.quickstart import drop_long_prompts
+from posttrain.tasks.splits import make_splits
 
 TOK = build_tokenizer()
 
