@@ -22,9 +22,9 @@ def _run() -> None:
             import posttrain.train.sharded.steps  # noqa: F401
             import posttrain.parallel.dcp  # noqa: F401
             import posttrain.train.sharded.sync  # noqa: F401
-            from posttrain.parallel.group import follow
+            from posttrain.parallel.group import follow_and_exit
 
-            sys.exit(follow(rank, int(os.environ["WORLD_SIZE"]), timeout_s))
+            follow_and_exit(rank, int(os.environ["WORLD_SIZE"]), timeout_s)
         import atexit
 
         from posttrain.parallel.group import release_followers

@@ -90,6 +90,11 @@ class RemoteEngine:
                 w.pending = (version, w.handle.load_weights.remote(ref, version, man))
         t2 = time.perf_counter()
         installs = [self._finish(w) for w in self._alive()] if self.staleness == 0 else []
+        if self.collective is not None and not all(w.alive for w in self.workers):
+            # a member died during this broadcast without failing it (its bytes fit the socket
+            # buffers): the next collective would wait on it until the timeout
+            self._break("a rollout worker died during the broadcast: "
+                        + ", ".join(w.name for w in self.workers if not w.alive))
         self.last_sync = {"digest_s": t1 - t0, "put_s": t2 - t1, "total_s": time.perf_counter() - t0,
                           "install_max_s": max((i for i in installs if i is not None), default=0.0)}
         log.info("weight sync v%d: digest %.1f ms, put %.1f ms, total %.1f ms (%d workers)", version,

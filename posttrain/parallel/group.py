@@ -27,7 +27,7 @@ import threading
 import time
 from datetime import timedelta
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from posttrain.errors import PosttrainError
 
@@ -165,10 +165,20 @@ class Driver:
         try:
             if not self.broken:
                 self.call("stop")
+                self._await_followers()
         finally:
             self.beat.stop()
             if not self.broken:
                 dist.destroy_process_group()
+
+    def _await_followers(self) -> None:
+        """Wait (up to STOP_JOIN_S) until every follower has torn down: the store lives in this
+        process, and a follower whose heartbeat is inside a store call when it vanishes aborts
+        at exit (SIGABRT, "terminate called without an active exception") after a clean run."""
+        deadline = time.monotonic() + STOP_JOIN_S
+        keys = [f"stopped/{r}" for r in range(1, self.world)]
+        while time.monotonic() < deadline and not all(_posted(self.store, k) for k in keys):
+            time.sleep(0.02)
 
 
 @handler("stop")
@@ -181,6 +191,21 @@ def _posted(store: Any, key: str) -> bool:
         return bool(store.check([key]))
     except Exception:  # noqa: BLE001 - the store (on rank 0) is gone: the heartbeat check decides
         return False
+
+
+def follow_and_exit(rank: int, world: int, timeout_s: float) -> NoReturn:
+    """A follower process's whole life: `follow`, then leave without interpreter teardown.
+
+    After "stop" the rank has nothing left to do, and tearing the interpreter down runs the
+    destructors of torch.distributed's C++ objects in no fixed order: now and then one of them
+    aborted a rank that had finished cleanly ("terminate called without an active exception",
+    SIGABRT; seen about once in 4 runs of the sharded tests with 2 ranks on 2 cores). A Ray
+    actor calls `follow` instead: its process belongs to Ray.
+    """
+    code = follow(rank, world, timeout_s)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def follow(rank: int, world: int, timeout_s: float) -> int:
@@ -206,6 +231,8 @@ def follow(rank: int, world: int, timeout_s: float) -> int:
             HANDLERS[name](ctx, box[0])
             if name == "stop":
                 dist.destroy_process_group()
+                beat.stop()  # before the store's host (rank 0) may exit: see Driver._await_followers
+                store.set(f"stopped/{rank}", "1")
                 return 0
     except Exception as e:  # noqa: BLE001 - one line, then exit: the launcher names this rank
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""

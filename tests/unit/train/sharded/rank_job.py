@@ -56,7 +56,7 @@ def main() -> int:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if rank > 0:
         import posttrain.train.sharded.session  # noqa: F401
-        from posttrain.parallel.group import follow
+        from posttrain.parallel.group import follow_and_exit
 
         if kind in ("die", "hang") and rank == 1:  # mid-training: killed, or frozen (no exit, no heartbeat)
             import signal
@@ -65,7 +65,7 @@ def main() -> int:
             sig = signal.SIGKILL if kind == "die" else signal.SIGSTOP
             threading.Timer(float(os.environ.get("POSTTRAIN_TEST_FAULT_AFTER_S", "3")),
                             lambda: os.kill(os.getpid(), sig)).start()
-        return follow(rank, world, float(os.environ.get("POSTTRAIN_TIMEOUT_S", "60")))
+        follow_and_exit(rank, world, float(os.environ.get("POSTTRAIN_TIMEOUT_S", "60")))
 
     from posttrain.config import SFTConfig, TrainerConfig
     from posttrain.train.sharded.loops import train_dpo_sharded, train_encoded_sharded

@@ -52,9 +52,9 @@ def main() -> int:
             import posttrain.parallel.dcp  # noqa: F401
             import posttrain.train.sharded.session  # noqa: F401
             import posttrain.train.sharded.sync  # noqa: F401
-            from posttrain.parallel.group import follow
+            from posttrain.parallel.group import follow_and_exit
 
-            return follow(int(os.environ["RANK"]), world, 60.0)
+            follow_and_exit(int(os.environ["RANK"]), world, 60.0)
     from posttrain.config import SFTConfig, load_config
     from posttrain.models.tiny import build_tiny
     from posttrain.recipes.quickstart import make_splits
