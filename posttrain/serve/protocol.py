@@ -151,6 +151,12 @@ def parse(model: type[BaseModel], raw: bytes) -> Any:
         return model.model_validate_json(raw)
     except (ValueError, RecursionError):  # ValidationError is a ValueError
         pass  # refused: the slow way decides, with its error messages (and takes the rare body only json.loads does)
+    return parse_slow(model, raw)
+
+
+def parse_slow(model: type[BaseModel], raw: bytes) -> Any:
+    """`parse` without its fast path: json.loads, then the model's validation (the reference
+    its fast path is tested against, and the one that words the errors)."""
     try:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

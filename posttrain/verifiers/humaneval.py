@@ -95,8 +95,13 @@ def _program(prompt: str, code: str, entry_point: str) -> tuple[str, bool]:
 def build_program(prompt: str, completion: str, entry_point: str) -> str:
     """The program to test: the first candidate (`code_candidates`) that compiles; if none
     does, the first one, so the verifier reports its syntax error."""
-    programs = [_program(prompt, c, entry_point) for c in code_candidates(completion, entry_point)]
-    return next((p for p, ok in programs if ok), programs[0][0])
+    first = None
+    for code in code_candidates(completion, entry_point):  # stop at the first that compiles
+        program, ok = _program(prompt, code, entry_point)
+        if ok:
+            return program
+        first = first or program
+    return first
 
 
 def runner_argv() -> list[str]:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
-from pydantic import ValidationError
 
 from posttrain.serve.chat import ChatFormat
-from posttrain.serve.protocol import ApiError, ChatMessage, ChatRequest, ToolSpec, parse
+from posttrain.serve.protocol import ApiError, ChatMessage, ChatRequest, ToolSpec, parse, parse_slow
 from tests.integration.test_serve_errors import _mutations
 from tests.unit.rollout.chat_fixtures import bpe_chat_tokenizer, real_smollm2_dir
 
@@ -105,20 +103,7 @@ def test_a_template_set_after_the_format_was_built_is_the_one_rendered():
 
 def _slow_parse(raw: bytes):
     """The body parser before its fast path: json.loads, then the model's validation."""
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ApiError(400, f"the request body is not valid JSON: {e}") from None
-    except RecursionError:
-        raise ApiError(400, "the request body is nested too deeply") from None
-    if not isinstance(data, dict):
-        raise ApiError(400, f"the request body must be a JSON object, got {type(data).__name__}")
-    try:
-        return ChatRequest.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or None
-        raise ApiError(400, f"invalid value for {where or 'body'}: {err['msg']}", param=where) from None
+    return parse_slow(ChatRequest, raw)
 
 
 def _outcome(fn, raw):
