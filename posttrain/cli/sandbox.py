@@ -40,9 +40,29 @@ def register(app: typer.Typer) -> None:
         print_bench(n, as_json)
 
     @image.command("build")
-    def image_build(spec: str = typer.Argument(..., help="image spec YAML")) -> None:
-        """Build (or reuse) the image a spec describes; print its directory and digest."""
-        from posttrain.sandbox.image_build import build_image
+    def image_build(
+        spec: str = typer.Argument(..., help="a Dockerfile, a Debian image spec YAML (base: bookworm), or a host-layer spec YAML"),
+        allow_unreproducible: bool = typer.Option(False, "--allow-unreproducible", help="skip Dockerfile lines that cannot be reproduced (listed in the manifest) instead of failing"),
+        verify: bool = typer.Option(False, "--verify", help="recompute every layer's content digest before reusing a cached image"),
+    ) -> None:
+        """Build (or reuse) the image a spec describes; print its digest and directory."""
+        from posttrain.sandbox.image_cli import build_any
 
-        img = build_image(spec)
-        typer.echo(f"{img.digest}\t{img.layer.parent if img.layer else ''}")
+        digest, where = build_any(spec, allow_unreproducible, verify)
+        typer.echo(f"{digest}\t{where}")
+
+    @image.command("verify")
+    def image_verify(digest: str = typer.Argument(..., help="image digest (or a unique prefix)")) -> None:
+        """Recompute every layer's content digest; exit 1 (and remove the bad layers) if one differs."""
+        from posttrain.sandbox.image_cli import verify_image
+
+        ok, msg = verify_image(digest)
+        typer.echo(msg)
+        raise typer.Exit(0 if ok else 1)
+
+    @image.command("gc")
+    def image_gc(keep: Optional[List[str]] = typer.Option(None, "--keep", help="keep only these image digests (default: keep every image)")) -> None:
+        """Remove half-built leftovers, images not kept, and layers no image uses."""
+        from posttrain.sandbox.rootfs_store import gc
+
+        typer.echo(gc(set(keep) if keep else None))

@@ -18,8 +18,10 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
+if TYPE_CHECKING:
+    from posttrain.sandbox.images import RootfsImage
 from posttrain.sandbox.runtime import PY_INSIDE, SANDBOX_HOST_ID, bwrap_path, python_runtime, sandbox_home
 
 INSIDE_UID = 1000
@@ -137,3 +139,42 @@ def bwrap_argv(
         argv += ["--setenv", k, v]
     argv += [*extra, "--", *cmd]
     return argv
+
+
+def rootfs_argv(
+    cmd: Sequence[str],
+    image: "RootfsImage",
+    workspace: Path | None,
+    env: dict[str, str],
+    binds: Sequence[str] = (),
+    extra: Sequence[str] = (),
+    uid: int | None = None,
+) -> list[str]:
+    """argv for one sandbox whose root is a Debian-rootfs image on a throwaway overlay.
+
+    Same namespaces as `bwrap_argv` (only `lo`), the image's layers as read-only overlay
+    sources and an invisible tmpfs taking the writes (`--tmp-overlay /`): every episode
+    starts from the pristine image and leaves nothing behind. The workspace is bound at
+    the image's WORKDIR; /proc, /dev (with its own /dev/shm) and /tmp are fresh."""
+    argv = [
+        bwrap_path(), "--unshare-all", "--die-with-parent", "--new-session",
+        "--uid", str(image.uid if uid is None else uid), "--gid", str(image.gid if uid is None else uid),
+        "--hostname", "sandbox",
+        *[a for lower in image.lowers for a in ("--overlay-src", str(lower))], "--tmp-overlay", "/",
+        "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+    ]  # fmt: skip
+    if workspace is not None:
+        argv += ["--bind", str(workspace), image.workdir]
+    argv += [*binds, "--chdir", image.workdir, "--clearenv"]
+    for k, v in env.items():
+        argv += ["--setenv", k, v]
+    return [*argv, *extra, "--", *cmd]
+
+
+def rootfs_env(image: "RootfsImage") -> dict[str, str]:
+    """The image's ENV over a fixed base: nothing from the host leaks in."""
+    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root" if image.uid == 0 else image.workdir,
+           "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONHASHSEED": "0",
+           "PYTHONDONTWRITEBYTECODE": "1", "TERM": "dumb", "SHELL": "/bin/bash", "DEBIAN_FRONTEND": "noninteractive"}
+    env.update(dict(image.env))
+    return env

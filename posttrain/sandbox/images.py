@@ -25,9 +25,24 @@ _DIGEST_RE = re.compile(r"^(sha256:)?[0-9a-f]{12,64}$")
 
 
 @dataclass(frozen=True)
+class RootfsImage:
+    """A Debian rootfs built by `rootfs_build.py`: overlay lowers (bottom first) and how to run in it."""
+
+    digest: str
+    lowers: tuple[Path, ...]
+    workdir: str
+    env: tuple[tuple[str, str], ...]
+    uid: int
+    gid: int
+    workdir_tree: Path  # the image's WORKDIR as a plain tree, copied into each episode's workspace
+    manifest: Path
+
+
+@dataclass(frozen=True)
 class Image:
     digest: str  # "sha256:<hex>"
     layer: Path | None = None  # None for the base image
+    rootfs: RootfsImage | None = None  # set: the sandbox's root is this image, not the host's /usr
 
     def binds(self) -> tuple[str, ...]:
         if self.layer is None:
@@ -65,9 +80,34 @@ def resolve(name: str) -> Image:
     if not _DIGEST_RE.match(name):
         raise SandboxError(f"bad image digest {name!r}: expected 'host' or 'sha256:<hex>'")
     hexpart = name.removeprefix("sha256:")
+    rootfs = [p for p in images_dir().glob(f"{hexpart}*") if (p / "image.json").is_file()]
+    if len(rootfs) == 1:
+        img = load_rootfs(rootfs[0].name)
+        if img is None:
+            raise SandboxError(f"image {name!r} is corrupt (a layer does not match its digest): rebuild it with `posttrain sandbox image build`")
+        return Image(img.digest, None, img)
     matches = [p for p in images_dir().glob(f"{hexpart}*") if (p / "layer").is_dir() and (p / "digest").exists()]
     if not matches:
         raise SandboxError(f"unknown image {name!r}: build it with `posttrain sandbox image build SPEC.yaml`")
     if len(matches) > 1:
         raise SandboxError(f"ambiguous image prefix {name!r}: matches {len(matches)} images")
     return Image((matches[0] / "digest").read_text().strip(), matches[0] / "layer")
+
+
+def load_rootfs(digest: str, full_check: bool = False) -> RootfsImage | None:
+    """The stored rootfs image if it and all its layers are whole, else None (bad layers are removed)."""
+    from posttrain.sandbox.rootfs_store import load_layer
+
+    d = images_dir() / digest.removeprefix("sha256:")
+    try:
+        meta = json.loads((d / "image.json").read_text())
+    except (OSError, ValueError):
+        return None
+    lowers = []
+    for layer in meta["layers"]:
+        got = load_layer(layer["key"], full_check)
+        if got is None or got.digest != layer["digest"]:
+            return None
+        lowers.append(got.tree)
+    return RootfsImage(meta["digest"], tuple(lowers), meta["workdir"], tuple(sorted(meta["env"].items())),
+                       meta["user"]["uid"], meta["user"]["gid"], d / "workdir", d / "image.json")
