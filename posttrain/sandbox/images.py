@@ -21,6 +21,7 @@ from posttrain.errors import SandboxError
 from posttrain.sandbox.runtime import python_runtime, sandbox_home
 
 LAYER_INSIDE = "/opt/image"
+_CHECKED: "dict[str, Image]" = {}
 _DIGEST_RE = re.compile(r"^(sha256:)?[0-9a-f]{12,64}$")
 
 
@@ -80,12 +81,15 @@ def resolve(name: str) -> Image:
     if not _DIGEST_RE.match(name):
         raise SandboxError(f"bad image digest {name!r}: expected 'host' or 'sha256:<hex>'")
     hexpart = name.removeprefix("sha256:")
+    if name in _CHECKED:
+        return _CHECKED[name]
     rootfs = [p for p in images_dir().glob(f"{hexpart}*") if (p / "image.json").is_file()]
     if len(rootfs) == 1:
         img = load_rootfs(rootfs[0].name)
         if img is None:
             raise SandboxError(f"image {name!r} is corrupt (a layer does not match its digest): rebuild it with `posttrain sandbox image build`")
-        return Image(img.digest, None, img)
+        _CHECKED[name] = Image(img.digest, None, img)  # checked once per process (a stat walk of every layer)
+        return _CHECKED[name]
     matches = [p for p in images_dir().glob(f"{hexpart}*") if (p / "layer").is_dir() and (p / "digest").exists()]
     if not matches:
         raise SandboxError(f"unknown image {name!r}: build it with `posttrain sandbox image build SPEC.yaml`")

@@ -51,6 +51,7 @@ from posttrain.sandbox.overload import OWN_TIME_FRAC, CpuSample, Verdict, judge
 from posttrain.sandbox.fresh import run_fresh
 from posttrain.sandbox.result import is_wall_timeout
 from posttrain.sandbox.runtime import workspace_root
+from posttrain.sandbox.image_episodes import WarmSessions, exec_in_session
 from posttrain.sandbox.session import ShellSession
 from posttrain.sandbox.zygote import Zygote
 from posttrain.sandbox.limits import validate
@@ -68,7 +69,7 @@ def usable_cores() -> int:
 class SandboxPool:
     def __init__(
         self, concurrency: int | None = None, queue_timeout_s: float = 300.0, mode: str = "auto", max_uses: int = 1000,
-        max_running: int | None = None, starved_retries: int = 2,
+        max_running: int | None = None, starved_retries: int = 2, warm_sessions: int = 2,
     ) -> None:  # fmt: skip
         if concurrency is not None and (not isinstance(concurrency, int) or concurrency <= 0):
             raise SandboxError(f"concurrency={concurrency!r} must be a positive integer or None")
@@ -95,6 +96,7 @@ class SandboxPool:
                        "starved_retries": 0}  # fmt: skip
         self.last_slot_error = ""
         self._ever_started = False  # a start failure after a success is a death, not "cannot run here"
+        self.warm_sessions = WarmSessions(warm_sessions)  # started sessions per (rootfs image, limits)
         _sweep_once()
 
     def _semaphore(self) -> asyncio.Semaphore:
@@ -161,6 +163,8 @@ class SandboxPool:
             ), None  # fmt: skip
         try:
             self.executions += 1
+            if img.rootfs is not None:  # a Debian-rootfs image: one step of a fresh (warm) session on its overlay
+                return await self._exec_image(cmd, files, data, lim, img, read_files), None
             if self.mode == "fresh" or (self.mode == "auto" and self.pooled_unavailable):
                 return await self._exec_fresh(cmd, files, data, lim, img, read_files)
             return await self._exec_pooled(cmd, files, data, lim, img, read_files)
@@ -210,6 +214,13 @@ class SandboxPool:
             return res, v
         raise AssertionError("unreachable")
 
+    async def _exec_image(self, cmd, files, data, lim, img, read_files) -> ExecResult:
+        s = await self.warm_sessions.take(img, lim, 1, lim.wall_s + 60.0)
+        try:
+            return await exec_in_session(s, cmd, files, data, lim, read_files)
+        finally:
+            await s.close()
+
     async def _exec_fresh(self, cmd, files, data, lim, img, read_files) -> tuple[ExecResult, Verdict | None]:
         res, v = await run_fresh(cmd, files, data, lim, img, read_files)
         if v is not None and v.starved:
@@ -257,6 +268,9 @@ class SandboxPool:
     async def warm(self, image: str = "host", n: int | None = None) -> None:
         """Start warm slots ahead of the first request (each start is ~100 ms)."""
         img = images.resolve(image)
+        if img.rootfs is not None:
+            await self.warm_sessions.fill(img, validate(None), n or self.warm_sessions.per_key)
+            return
         zs = [await self._acquire(img) for _ in range(n or self.concurrency)]
         for z in zs:
             await self._release(z)
@@ -279,8 +293,12 @@ class SandboxPool:
         """Like `session()` without the context manager: the caller must `await s.close()`."""
         if self._closed:
             raise SandboxError("sandbox pool is closed")
-        s = ShellSession(images.resolve(image), validate(limits), max_steps, time_budget_s)
-        await s.start()
+        img = images.resolve(image)
+        if img.rootfs is not None:
+            s = await self.warm_sessions.take(img, validate(limits), max_steps, time_budget_s)
+        else:
+            s = ShellSession(img, validate(limits), max_steps, time_budget_s)
+            await s.start()
         self._sessions.add(s)
         return s
 
@@ -289,6 +307,7 @@ class SandboxPool:
         for s in list(self._sessions):
             await s.close()
         self._sessions.clear()
+        await self.warm_sessions.close()
         for zs in self._idle.values():
             while zs:
                 await self._discard(zs.pop())

@@ -31,12 +31,12 @@ import time
 
 from posttrain.errors import SandboxError
 import posttrain.sandbox.limits as lim
-from posttrain.sandbox.bwrap import bwrap_argv, fixed_env, run_as
+from posttrain.sandbox.bwrap import bwrap_argv, fixed_env, rootfs_argv, rootfs_env, run_as
 from posttrain.sandbox.cgroups import Cgroup
 from posttrain.sandbox.images import Image
 from posttrain.sandbox.launch import launch
 from posttrain.sandbox.runtime import workspace_root
-from posttrain.sandbox.workspace import Manifest, Workspace, diff
+from posttrain.sandbox.workspace import Manifest, Workspace, copy_tree_into, diff
 from posttrain.types import ExecLimits, ExecResult, FileChange
 
 CTL_INSIDE = "/.posttrain"
@@ -62,6 +62,10 @@ class ShellSession:
 
     # ---- lifecycle -------------------------------------------------------------------
     async def start(self) -> "ShellSession":
+        return self.start_blocking()
+
+    def start_blocking(self) -> "ShellSession":
+        """The start itself (workspace, cgroup, bwrap); a warm pool runs it off the event loop."""
         uid = run_as()
         root = workspace_root()
         self.ws = Workspace.create(root, uid)
@@ -73,11 +77,15 @@ class ShellSession:
         table = lim.rlimits(self.limits, self.cg is not None, self.cg is not None)
         table.pop(resource.RLIMIT_CPU)  # a per-shell CPU budget would end the session, not the step
         cmd = [*lim.prlimit_prefix(table), "/bin/bash", "--norc", "--noprofile"]
-        binds = (*self.image.binds(), "--bind", str(self.ctl.path), CTL_INSIDE)
-        self.launched = launch(
-            lambda extra: bwrap_argv(cmd, self.ws.path, fixed_env(self.image.pythonpath), binds, extra=extra),
-            (in_r, out_w, devnull), self.cg, None,
-        )  # fmt: skip
+        root = self.image.rootfs
+        if root is not None:  # a Debian-rootfs image: a throwaway overlay of it, the workspace at its WORKDIR
+            copy_tree_into(root.workdir_tree, self.ws.path)
+            binds: tuple[str, ...] = ("--bind", str(self.ctl.path), CTL_INSIDE)
+            argv_for = lambda extra: rootfs_argv(cmd, root, self.ws.path, rootfs_env(root), binds, extra)  # noqa: E731
+        else:
+            binds = (*self.image.binds(), "--bind", str(self.ctl.path), CTL_INSIDE)
+            argv_for = lambda extra: bwrap_argv(cmd, self.ws.path, fixed_env(self.image.pythonpath), binds, extra=extra)  # noqa: E731
+        self.launched = launch(argv_for, (in_r, out_w, devnull), self.cg, None)
         os.set_blocking(self._out, False)
         self.started = time.monotonic()
         self.enforcement = {

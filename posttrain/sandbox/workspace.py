@@ -193,6 +193,16 @@ def diff(before: Manifest, after: Manifest) -> tuple[FileChange, ...]:
     return tuple(out)
 
 
+def copy_tree_into(src: Path, dst: Path) -> None:
+    """An image's WORKDIR tree (owned by the sandbox uid) into a fresh workspace, owners and modes kept."""
+    import subprocess
+
+    if src.is_dir() and any(src.iterdir()):
+        proc = subprocess.run(["cp", "-a", "--", f"{src}/.", str(dst)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SandboxError(f"cannot copy the image's workdir into the workspace: {proc.stderr.strip()[:200]}")
+
+
 def sweep_stale(root: Path) -> int:
     """Remove workspaces of posttrain processes that died without cleaning up."""
     removed = 0
