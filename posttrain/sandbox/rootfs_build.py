@@ -77,6 +77,9 @@ class Builder:
         self.recipe = recipe
         self.env = {"PATH": BUILD_PATH, "HOME": "/root", "DEBIAN_FRONTEND": "noninteractive", "LANG": "C.UTF-8",
                     **recipe.base_env}
+        # Lower layers are owned by the sandbox uid (see rootfs_store), not by the building root: tell git
+        # that is fine (command-line-level config, honoured for safe.directory). Build-time only.
+        self.build_env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
         self.workdir, self.user = "/", "root"
         self.layers: list[StoredLayer] = []
         self.log_dir = log_dir
@@ -171,7 +174,7 @@ class Builder:
                 "--overlay", str(tree), str(work), "/", "--proc", "/proc", "--dev", "/dev",
                 "--perms", "1777", "--tmpfs", "/tmp", "--ro-bind", "/etc/resolv.conf", "/run/posttrain-resolv.conf",
                 "--chdir", self.workdir, "--clearenv"]  # fmt: skip
-        for k, v in self.env.items():
+        for k, v in {**self.build_env, **self.env}.items():
             argv += ["--setenv", k, v]
         script = f"cp /run/posttrain-resolv.conf /etc/resolv.conf 2>/dev/null; /bin/sh -c {shlex.quote(wrapped)} {shlex.quote(self.user)} {shlex.quote(step.args[0])}; rc=$?; rm -f /etc/resolv.conf; exit $rc"
         argv += ["--", "/bin/sh", "-c", script]

@@ -28,6 +28,7 @@ import os
 import resource
 import secrets
 import time
+from pathlib import Path
 
 from posttrain.errors import SandboxError
 import posttrain.sandbox.limits as lim
@@ -47,7 +48,11 @@ class BudgetExceeded(SandboxError):
 
 
 class ShellSession:
-    def __init__(self, image: Image, limits: ExecLimits, max_steps: int = 1000, time_budget_s: float = 3600.0) -> None:
+    def __init__(self, image: Image, limits: ExecLimits, max_steps: int = 1000, time_budget_s: float = 3600.0,
+                 workspace_from: "os.PathLike | None" = None, extra_binds: tuple[str, ...] = ()) -> None:
+        """`workspace_from` (rootfs images): the tree the workspace starts as, instead of the image's WORKDIR;
+        `extra_binds`: more bwrap bind arguments (the test phase's read-only /tests)."""
+        self.workspace_from, self.extra_binds = workspace_from, tuple(extra_binds)
         if max_steps <= 0 or time_budget_s <= 0:
             raise SandboxError(f"session budgets must be positive (max_steps={max_steps}, time_budget_s={time_budget_s})")
         self.image, self.limits = image, limits
@@ -79,8 +84,8 @@ class ShellSession:
         cmd = [*lim.prlimit_prefix(table), "/bin/bash", "--norc", "--noprofile"]
         root = self.image.rootfs
         if root is not None:  # a Debian-rootfs image: a throwaway overlay of it, the workspace at its WORKDIR
-            copy_tree_into(root.workdir_tree, self.ws.path)
-            binds: tuple[str, ...] = ("--bind", str(self.ctl.path), CTL_INSIDE)
+            copy_tree_into(Path(self.workspace_from or root.workdir_tree), self.ws.path)
+            binds: tuple[str, ...] = ("--bind", str(self.ctl.path), CTL_INSIDE, *self.extra_binds)
             argv_for = lambda extra: rootfs_argv(cmd, root, self.ws.path, rootfs_env(root), binds, extra)  # noqa: E731
         else:
             binds = (*self.image.binds(), "--bind", str(self.ctl.path), CTL_INSIDE)
@@ -129,6 +134,12 @@ class ShellSession:
     def _check_open(self) -> None:
         if self.closed_reason:
             raise SandboxError(f"session is closed ({self.closed_reason})")
+
+    @property
+    def workspace_dir(self) -> Path:
+        """The host directory bound at the workspace (what a test phase copies from)."""
+        self._check_open()
+        return self.ws.path
 
     # ---- files -------------------------------------------------------------------------
     async def read_file(self, path: str) -> bytes:

@@ -6,9 +6,16 @@ to `/logs/verifier/reward.txt`), optionally `solution/solve.sh` (becomes the ora
 
     tasks = load_harbor_tasks("path/to/tasks")   # one folder, or a folder of folders
 
-Does not support: building the environment's Dockerfile (tasks run on the sandbox's host
-image, so tests needing packages that image lacks fail); absolute container paths other
-than /app, /tests, /solution and /logs/verifier (those are rewritten to the workspace).
+With `environment/Dockerfile` the image is built (`sandbox/rootfs_build.py`: every RUN,
+COPY, WORKDIR, ENV, USER line reproduced on a Debian base; cached by recipe), the task
+names that image, the episode runs on a throwaway overlay of it with the workspace at
+its WORKDIR, and `image_test` runs tests/test.sh there afterwards; paths stay as written.
+A line that cannot be reproduced is a TaskFileError naming it, unless
+`allow_unreproducible=True` (the line is skipped and listed in the task's metadata).
+`environment="host"` keeps the older import: the task runs on the sandbox's host image
+with /app, /tests, /solution, /logs/verifier rewritten to the workspace, and the
+Dockerfile lines it does not carry out are warned about (HarborImportWarning).
+Without a Dockerfile the host import is used.
 """
 
 from __future__ import annotations
@@ -90,7 +97,23 @@ def _field(d: dict, path: Path, dotted: str, typ: type | tuple[type, ...], defau
     return cur
 
 
-def load_harbor_task(folder: str | Path) -> Task:
+def _built_image(dockerfile: Path, allow_unreproducible: bool) -> tuple[str, list[str]]:
+    from posttrain.errors import SandboxError
+    from posttrain.sandbox.rootfs_build import build_rootfs
+
+    try:
+        img = build_rootfs(dockerfile, allow_unreproducible)
+    except SandboxError as e:
+        raise TaskFileError(str(e)) from None
+    import json
+
+    return img.digest, list(json.loads(img.manifest.read_text()).get("skipped_unreproducible", []))
+
+
+def load_harbor_task(folder: str | Path, environment: str = "build", allow_unreproducible: bool = False) -> Task:
+    """One Harbor task folder -> Task. environment: "build" (the Dockerfile's image) or "host"."""
+    if environment not in ("build", "host"):
+        raise TaskFileError(f"harbor import: environment={environment!r} must be 'build' or 'host'")
     root = Path(folder)
     meta = _toml(root / "task.toml")
     instruction = root / "instruction.md"
@@ -102,6 +125,9 @@ def load_harbor_task(folder: str | Path) -> Task:
     diff = _field(meta, toml_path, "metadata.difficulty", str, "medium")
     timeout = float(_field(meta, toml_path, "verifier.timeout_sec", (int, float), 120.0))
     agent_timeout = float(_field(meta, toml_path, "agent.timeout_sec", (int, float), 600.0))
+    dockerfile = root / "environment" / "Dockerfile"
+    if environment == "build" and dockerfile.is_file():
+        return _image_task(root, meta, toml_path, dockerfile, allow_unreproducible, diff, timeout, agent_timeout)
     env = _text_files(root / "environment", skip=("Dockerfile",)) if (root / "environment").is_dir() else {}
     dropped = unreproduced_dockerfile_lines(root / "environment" / "Dockerfile")
     if dropped:
@@ -127,14 +153,48 @@ def load_harbor_task(folder: str | Path) -> Task:
     )
 
 
-def load_harbor_tasks(path: str | Path) -> list[Task]:
+def solution_steps(script: str, reference_steps: int) -> list[str]:
+    """solve.sh as shell steps: its `# ---`-separated blocks when task.toml says there are
+    `reference_steps` of them, else the whole script as one. Each runs in its own bash (an
+    `exit` or `set -e` in it cannot end the session's shell)."""
+    body = "\n".join(ln for ln in script.splitlines() if not ln.startswith("#!"))
+    blocks = [b.strip("\n") for b in re.split(r"^# ---$", body, flags=re.MULTILINE) if b.strip()]
+    if reference_steps <= 0 or len(blocks) != reference_steps:
+        blocks = [body.strip("\n")]
+    return [f"bash <<'PT_STEP'\n{b}\nPT_STEP" for b in blocks]
+
+
+def _image_task(root: Path, meta: dict, toml_path: Path, dockerfile: Path, allow_unreproducible: bool, diff: str,
+                timeout: float, agent_timeout: float) -> Task:
+    digest, skipped = _built_image(dockerfile, allow_unreproducible)
+    steps = _field(meta, toml_path, "metadata.reference_steps", int, 0)
+    solve = root / "solution" / "solve.sh"
+    oracle = None
+    if solve.is_file():
+        oracle = dump_plan([{"tool": "shell", "arguments": {"cmd": c}} for c in solution_steps(solve.read_text(encoding="utf-8"), steps)]
+                           + [{"answer": "done"}])
+    return Task(
+        id=f"harbor-{root.name}", domain="terminal",
+        prompt=(Message("system", "You have a shell in the task's working directory (tool `shell`). Say 'done' when finished."),
+                Message("user", (root / "instruction.md").read_text(encoding="utf-8"))),
+        verifier=Spec("image_test", {"tests": _text_files(root / "tests"), "wall_s": timeout}),
+        difficulty=_DIFFICULTY.get(diff, 2.0), environment=Environment(image=digest, files={}, tools=("shell",)),
+        limits=Limits(max_steps=int(_field(meta, toml_path, "agent.max_steps", int, 50)), max_new_tokens=1024, timeout_s=agent_timeout),
+        metadata={"source": "harbor", "folder": str(root), "difficulty_label": diff, "needs_sandbox": True,
+                  "image": digest, "skipped_dockerfile_lines": skipped, "reference_steps": steps or None,
+                  "category": _field(meta, toml_path, "metadata.category", str, "")},
+        oracle=oracle,
+    )
+
+
+def load_harbor_tasks(path: str | Path, environment: str = "build", allow_unreproducible: bool = False) -> list[Task]:
     """One task folder, or every immediate subfolder holding a task.toml."""
     root = Path(path)
     if not root.is_dir():
         raise TaskFileError(f"{root}: not a directory of Harbor tasks")
     if (root / "task.toml").exists():
-        return [load_harbor_task(root)]
+        return [load_harbor_task(root, environment, allow_unreproducible)]
     folders = sorted(p for p in root.iterdir() if (p / "task.toml").is_file())
     if not folders:
         raise TaskFileError(f"{root}: no task.toml here or in any subfolder")
-    return [load_harbor_task(p) for p in folders]
+    return [load_harbor_task(p, environment, allow_unreproducible) for p in folders]

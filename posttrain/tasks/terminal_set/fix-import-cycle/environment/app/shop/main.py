@@ -1,0 +1,4 @@
+import sys
+from shop.cart import Cart
+
+print(Cart(int(sys.argv[1])).total())

@@ -1,0 +1,4 @@
+#!/bin/bash
+sed -i 's/^    /\t/' Makefile
+# ---
+make && cat out/report.txt

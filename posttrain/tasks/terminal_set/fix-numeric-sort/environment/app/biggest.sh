@@ -1,0 +1,2 @@
+#!/bin/bash
+sort -r "$1" | head -3

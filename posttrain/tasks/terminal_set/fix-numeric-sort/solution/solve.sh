@@ -1,0 +1,2 @@
+#!/bin/bash
+sed -i 's/sort -r/sort -rn/' biggest.sh

@@ -1,0 +1,2 @@
+#!/bin/bash
+jq -r '.[] | select(.active) | .email' users.json | sort > emails.txt

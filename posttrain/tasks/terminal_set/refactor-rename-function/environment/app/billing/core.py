@@ -1,0 +1,2 @@
+def calc(items):
+    return sum(p * q for p, q in items)
