@@ -114,8 +114,7 @@ class Builder:
                 proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env={**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH})
             if proc.returncode != 0:
                 raise SandboxError(f"{self.recipe.source}:1: base {self.recipe.suite} failed to build{_apt_reason(log)}; log: {log}")
-            self.build_command = cmd
-            return commit_layer(key, tmp, "FROM " + " ".join(cmd))
+            return commit_layer(key, tmp, "FROM " + " ".join(c if c != str(tmp / "tree") else "ROOTFS" for c in cmd))
         finally:
             remove_tree(tmp)
 

@@ -69,7 +69,7 @@ def finish_image(builder: Any, recipe: Recipe, rkey: str, build_command: list[st
             "skipped_unreproducible": recipe.skipped, "env": {k: v for k, v in builder.env.items() if k not in ("DEBIAN_FRONTEND", "HOME")},
             "workdir": builder.workdir, "user": {"name": builder.user, "uid": uid, "gid": gid},
             "packages": packages, "build_command": build_command,
-            "base_command": getattr(builder, "build_command", None),
+            "base_command": json.loads((builder.layers[0].tree.parent / "layer.json").read_text())["instruction"].split()[1:],
         }  # fmt: skip
         (tmp / "image.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
         os.chmod(tmp, 0o755)

@@ -88,3 +88,23 @@ def sandbox_uid_processes() -> list[int]:
             except OSError:
                 pass
     return out
+
+
+IMAGE_CTX = os.path.join(os.path.dirname(__file__), "image_ctx")
+
+
+@pytest.fixture(scope="session")
+def debian_image():
+    """A small Debian bookworm image (python3, git, jq, make, procps), built once into the image cache.
+
+    Cold it takes about a minute and a half (mmdebstrap + one apt layer); later sessions reuse it in
+    well under a second. Skipped only where it cannot be built: no mmdebstrap, or not root."""
+    import shutil
+
+    from posttrain.sandbox.rootfs_build import build_rootfs
+
+    if shutil.which("mmdebstrap") is None:
+        pytest.skip("mmdebstrap is not installed (apt-get install -y mmdebstrap; `make install` does it)")
+    if os.geteuid() != 0:
+        pytest.skip("building a Debian image runs its RUN layers as real root; not root here")
+    return build_rootfs(os.path.join(IMAGE_CTX, "Dockerfile"))

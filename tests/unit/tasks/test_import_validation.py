@@ -5,6 +5,7 @@ import warnings
 
 import pytest
 
+from posttrain.errors import TaskFileError
 from posttrain.tasks.harbor import HarborImportWarning, load_harbor_tasks
 from posttrain.tasks.io import save_tasks
 from posttrain.tasks.trl_rows import load_trl_rows
@@ -38,12 +39,20 @@ def test_dockerfile_run_lines_are_warned_about_per_task(tmp_path):
     d = harbor_folder(tmp_path)
     (d / "environment" / "Dockerfile").write_text("FROM ubuntu\nWORKDIR /app\nRUN apt-get install -y \\\n  jq\nENV X=1\n")
     with pytest.warns(HarborImportWarning, match=r"harbor task hello: 2 Dockerfile line\(s\).*RUN apt-get install -y"):
-        (t,) = load_harbor_tasks(d)
+        (t,) = load_harbor_tasks(d, environment="host")
     assert list(t.metadata["unreproduced_dockerfile"]) == ["RUN apt-get install -y    jq", "ENV X=1"]
 
 
 def test_a_dockerfile_with_only_from_raises_no_warning(tmp_path):
     d = harbor_folder(tmp_path)
+    (d / "environment" / "Dockerfile").write_text("FROM ubuntu\n")
     with warnings.catch_warnings():
         warnings.simplefilter("error", HarborImportWarning)
+        load_harbor_tasks(d, environment="host")
+
+
+def test_building_a_dockerfile_that_cannot_be_reproduced_names_its_line(tmp_path):
+    d = harbor_folder(tmp_path)
+    (d / "environment" / "Dockerfile").write_text("# base\nFROM ubuntu:22.04\nRUN apt-get install -y jq\n")
+    with pytest.raises(TaskFileError, match=r"Dockerfile:2: base image 'ubuntu:22.04' is not a Debian suite"):
         load_harbor_tasks(d)

@@ -14,7 +14,6 @@ def harbor_folder(root, name="hello"):
     (d / "environment").mkdir()
     (d / "task.toml").write_text('version = "1.0"\n[metadata]\ndifficulty = "easy"\ncategory = "files"\n[verifier]\ntimeout_sec = 30\n')
     (d / "instruction.md").write_text("Create /app/hello.txt containing 'hi'.\n")
-    (d / "environment" / "Dockerfile").write_text("FROM ubuntu\n")
     (d / "environment" / "notes.txt").write_text("starting file\n")
     (d / "tests" / "test.sh").write_text(
         '#!/bin/bash\nif [ "$(cat /app/hello.txt)" = hi ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n')
