@@ -30,6 +30,7 @@ from pathlib import Path
 from posttrain.sandbox.images import images_dir
 from posttrain.sandbox.runtime import SANDBOX_HOST_ID
 
+_CHECKED: "dict[str, StoredLayer]" = {}  # layers checked whole in this process (images share their base)
 _OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
 
 
@@ -126,6 +127,7 @@ def commit_layer(key: str, tmp: Path, instruction: str) -> StoredLayer:
     (tmp / "layer.json").write_text(json.dumps({"key": key, "digest": digest, "fast": fast, "files": n,
                                                 "instruction": instruction}, indent=1))
     final = layer_dir(key)
+    _CHECKED.pop(key, None)
     remove_tree(final)
     os.chmod(tmp, 0o755)
     tmp.rename(final)
@@ -135,16 +137,28 @@ def commit_layer(key: str, tmp: Path, instruction: str) -> StoredLayer:
 def load_layer(key: str, full_check: bool = False) -> StoredLayer | None:
     """The stored layer if it is whole (fast listing, or full digest with `full_check`); else None (and removed)."""
     d = layer_dir(key)
+    if not full_check and key in _CHECKED:
+        return _CHECKED[key]
     try:
         meta = json.loads((d / "layer.json").read_text())
         ok = (content_digest(d / "tree")[0] == meta["digest"]) if full_check else fast_digest(d / "tree") == meta["fast"]
     except (OSError, ValueError, KeyError):
         ok, meta = False, {}
     if not ok:
+        _CHECKED.pop(key, None)
         if d.exists():
             remove_tree(d)
         return None
-    return StoredLayer(key, d / "tree", meta["digest"])
+    _CHECKED[key] = StoredLayer(key, d / "tree", meta["digest"])
+    return _CHECKED[key]
+
+
+def forget_checks() -> None:
+    """Check every layer again on its next use, as a new process would."""
+    from posttrain.sandbox import images
+
+    _CHECKED.clear()
+    images._CHECKED.clear()
 
 
 def remove_tree(path: Path) -> None:
