@@ -118,6 +118,8 @@ def validate(path: Path, plugin: List[Path] = plugin_option()) -> None:
 def import_tasks(path: Path, out: Path = typer.Option(..., "--out", help=".jsonl or .yaml"),
                  fmt: str = typer.Option("auto", "--format", help="harbor | rows | auto (folder -> harbor, file -> rows)"),
                  verifier: Optional[str] = typer.Option(None, "--verifier", help="rows: force a verifier name"),
+                 environment: str = typer.Option("build", "--environment", help="harbor: build | host (build the Dockerfile's image, or run on the host image)"),
+                 allow_unreproducible: bool = typer.Option(False, "--allow-unreproducible", help="harbor: skip Dockerfile lines that cannot be reproduced instead of failing"),
                  plugin: List[Path] = plugin_option()) -> None:
     """Import Harbor/Terminal-Bench task folders or TRL/verl JSONL rows into a task file."""
     from posttrain.errors import ConfigError
@@ -134,7 +136,7 @@ def import_tasks(path: Path, out: Path = typer.Option(..., "--out", help=".jsonl
     if fmt == "harbor":
         from posttrain.tasks.harbor import load_harbor_tasks
 
-        tasks = load_harbor_tasks(path)
+        tasks = load_harbor_tasks(path, environment, allow_unreproducible)
     elif fmt == "rows":
         from posttrain.tasks.trl_rows import load_trl_rows
 

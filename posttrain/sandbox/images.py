@@ -115,3 +115,11 @@ def load_rootfs(digest: str, full_check: bool = False) -> RootfsImage | None:
         lowers.append(got.tree)
     return RootfsImage(meta["digest"], tuple(lowers), meta["workdir"], tuple(sorted(meta["env"].items())),
                        meta["user"]["uid"], meta["user"]["gid"], d / "workdir", d / "image.json")
+
+
+def forget_checks() -> None:
+    """Check every image and layer again on its next use, as a new process would."""
+    from posttrain.sandbox.rootfs_store import forget_checks as forget_layers
+
+    _CHECKED.clear()
+    forget_layers()

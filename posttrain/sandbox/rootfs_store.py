@@ -27,10 +27,16 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from posttrain.sandbox.images import images_dir
-from posttrain.sandbox.runtime import SANDBOX_HOST_ID
+from posttrain.sandbox.runtime import SANDBOX_HOST_ID, sandbox_home
 
-_CHECKED: "dict[str, StoredLayer]" = {}  # layers checked whole in this process (images share their base)
+_CHECKED: "dict[str, StoredLayer]" = {}
+
+
+def images_dir() -> Path:
+    """The image store (the same directory as `images.images_dir`; not imported from there: no cycle)."""
+    d = sandbox_home() / "images"
+    d.mkdir(exist_ok=True)
+    return d  # layers checked whole in this process (images share their base)
 _OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
 
 
@@ -155,10 +161,7 @@ def load_layer(key: str, full_check: bool = False) -> StoredLayer | None:
 
 def forget_checks() -> None:
     """Check every layer again on its next use, as a new process would."""
-    from posttrain.sandbox import images
-
     _CHECKED.clear()
-    images._CHECKED.clear()
 
 
 def remove_tree(path: Path) -> None:

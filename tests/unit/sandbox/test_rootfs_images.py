@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from posttrain.errors import SandboxError
-from posttrain.sandbox.images import images_dir, load_rootfs, resolve
+from posttrain.sandbox.images import forget_checks, images_dir, load_rootfs, resolve
 from posttrain.sandbox.rootfs_build import build_rootfs
-from posttrain.sandbox.rootfs_store import forget_checks, store_dir
+from posttrain.sandbox.rootfs_store import store_dir
 
 from tests.unit.sandbox.conftest import IMAGE_CTX
 
