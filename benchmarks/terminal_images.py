@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/terminal_images.py [--cold-builds 2] [--starts 200] [--concurrent 32]
         [--repeats 10] [--json benchmarks/results/terminal_images.json]
 
+`--cold-builds 0` times only the reuse (on the default image store); `-1` skips builds.
+
 Targets, printed as PASS/MISS:
   an image with python3, git and `RUN apt-get install -y jq` builds cold in < 3 min (each cold
   build uses an empty image store of its own), is reused in < 1 s, and two cold builds give
@@ -33,31 +35,37 @@ JQ_IMAGE = """FROM debian:bookworm
 RUN apt-get update && apt-get install -y --no-install-recommends python3 git
 RUN apt-get install -y jq
 """
-_TIMED_BUILD = ("import sys, time; t = time.perf_counter(); from posttrain.sandbox.rootfs_build import build_rootfs; "
+_TIMED_BUILD = ("import sys, time; from posttrain.sandbox.rootfs_build import build_rootfs; t = time.perf_counter(); "
                 "img = build_rootfs(sys.argv[1]); print(img.digest, time.perf_counter() - t)")
 
 
-def _build(dockerfile: Path, home: Path) -> tuple[str, float]:
-    """(digest, seconds inside the build call) in a fresh process using image store `home`."""
-    env = {**os.environ, "POSTTRAIN_SANDBOX_HOME": str(home)}
+def _build(dockerfile: Path, home: Path | None) -> tuple[str, float, float]:
+    """(digest, seconds of the build call, seconds of the whole process) in a fresh process using image store `home`."""
+    env = {**os.environ, **({"POSTTRAIN_SANDBOX_HOME": str(home)} if home else {})}
+    t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", _TIMED_BUILD, str(dockerfile)], env=env, capture_output=True, text=True, check=True)
     digest, secs = out.stdout.split()
-    return digest, float(secs)
+    return digest, float(secs), time.perf_counter() - t
 
 
 def bench_builds(cold_builds: int) -> dict:
+    """Cold builds, each in an empty image store of its own; then reuse (a new process each time, the build call
+    timed apart from the interpreter's start and imports). With no cold build, reuse is timed on the default store."""
     work = Path(tempfile.mkdtemp(prefix="pt-img-bench-"))
     os.chmod(work, 0o755)  # the sandbox uid reads the layers under it
     (work / "Dockerfile").write_text(JQ_IMAGE)
     cold, digests = [], []
     for i in range(cold_builds):
-        home = work / f"home{i}"
-        d, s = _build(work / "Dockerfile", home)
+        d, s, _ = _build(work / "Dockerfile", work / f"home{i}")
         cold.append(s)
         digests.append(d)
-    reuse = [_build(work / "Dockerfile", work / "home0")[1] for _ in range(3)]
+    home = work / "home0" if cold_builds else None
+    if home is None:
+        digests.append(_build(work / "Dockerfile", None)[0])  # warm-up: builds it once if it is not there yet
+    reuse = [_build(work / "Dockerfile", home) for _ in range(3)]
     subprocess.run(["rm", "-rf", str(work)], check=False)
-    return {"cold_s": cold, "reuse_s": reuse, "digests": digests, "same_digest": len(set(digests)) == 1}
+    return {"cold_s": cold, "reuse_s": [r[1] for r in reuse], "reuse_process_s": [r[2] for r in reuse], "digests": digests,
+            "same_digest": len(set(digests)) == 1 and all(r[0] == digests[0] for r in reuse)}
 
 
 async def bench_starts(image: str, n: int) -> dict:
@@ -145,9 +153,11 @@ def _report(r: dict) -> None:
     b, s, c, t = r.get("builds"), r.get("starts"), r.get("concurrent"), r.get("set")
     checks = []
     if b:
-        checks += [("cold build < 180 s", max(b["cold_s"]) < 180, f"{', '.join(f'{x:.1f}' for x in b['cold_s'])} s"),
-                   ("reuse < 1 s", max(b["reuse_s"]) < 1.0, f"{max(b['reuse_s']):.2f} s"),
-                   ("same digest twice", b["same_digest"] and len(b["digests"]) >= 2, b["digests"][0][:19])]
+        if b["cold_s"]:
+            checks += [("cold build < 180 s", max(b["cold_s"]) < 180, f"{', '.join(f'{x:.1f}' for x in b['cold_s'])} s"),
+                       ("same digest from two cold builds", b["same_digest"] and len(b["digests"]) >= 2, b["digests"][0][:19])]
+        checks.append(("reuse < 1 s", max(b["reuse_s"]) < 1.0, f"build call {max(b['reuse_s']):.2f} s, whole process "
+                       f"{max(b['reuse_process_s']):.2f} s"))
     if s:
         checks.append(("episode start p50 <= 50 ms", s["p50_ms"] <= 50, f"p50 {s['p50_ms']:.2f} ms, p90 {s['p90_ms']:.2f} ms, "
                        f"hits {s['warm_hits']}/{s['n']}"))
@@ -173,7 +183,7 @@ def main() -> None:
     ap.add_argument("--json", default="benchmarks/results/terminal_images.json")
     a = ap.parse_args()
     r: dict = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "args": vars(a)}
-    if a.cold_builds:
+    if a.cold_builds >= 0:
         r["builds"] = bench_builds(a.cold_builds)
     from posttrain.tasks.terminal_images import SET_DIR
     from posttrain.tasks.harbor import load_harbor_task
