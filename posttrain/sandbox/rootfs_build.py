@@ -152,7 +152,7 @@ class Builder:
         dest = step.args[-1]
         dest_abs = os.path.normpath(os.path.join(self.workdir, dest))
         target = tmp / "tree" / dest_abs.lstrip("/")
-        as_dir = dest.endswith("/") or len(step.args) > 2
+        as_dir = dest.endswith("/") or dest in (".", "./") or dest_abs == self.workdir or len(step.args) > 2
         for s in step.args[:-1]:
             src = self.recipe.context / s
             if src.is_dir():

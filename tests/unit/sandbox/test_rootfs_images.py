@@ -95,3 +95,12 @@ def test_gc_keeps_used_layers_and_drops_partials(debian_image):
     removed = gc()
     assert not junk.exists() and removed["partial"] >= 1
     assert load_rootfs(debian_image.digest) is not None
+
+
+def test_copy_follows_docker_destination_rules(debian_image, tmp_path, runner, pools):
+    (tmp_path / "one.txt").write_text("1\n")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "inner.txt").write_text("2\n")
+    img = build_rootfs(_variant(tmp_path, "WORKDIR /srv\nCOPY one.txt .\nCOPY one.txt /etc/two.txt\nCOPY d /srv/copied/\n"))
+    r = runner.run(pools("pooled").exec(["sh", "-c", "cat one.txt /etc/two.txt copied/inner.txt; pwd"], image=img.digest))
+    assert (r.status, r.stdout) == ("ok", "1\n1\n2\n/srv\n")
