@@ -27,8 +27,8 @@ from posttrain.types import ExecLimits, ExecResult
 
 
 class WarmSessions:
-    def __init__(self, per_key: int = 2) -> None:
-        self.per_key = per_key
+    def __init__(self, per_key: int = 2, max_idle: int = 16) -> None:
+        self.per_key, self.max_idle = per_key, max_idle  # an eval over many images keeps at most max_idle warm
         self._idle: dict[tuple[str, ExecLimits], list[ShellSession]] = {}
         self._tasks: set[asyncio.Task] = set()
         self.hits = self.misses = 0
@@ -71,8 +71,12 @@ class WarmSessions:
             return
         if self.closed:
             await s.close()
-        else:
-            self._idle.setdefault((img.digest, limits), []).append(s)
+            return
+        self._idle.setdefault((img.digest, limits), []).append(s)
+        while self.idle_count() > self.max_idle:  # drop one of the image with the most idle sessions (not this one)
+            key = max((k for k in self._idle if self._idle[k] and k != (img.digest, limits)), key=lambda k: len(self._idle[k]),
+                      default=(img.digest, limits))
+            await self._idle[key].pop(0).close()
 
     async def fill(self, img: Image, limits: ExecLimits, n: int) -> None:
         await asyncio.gather(*(self._start_one(img, limits) for _ in range(max(0, n - len(self._idle.get((img.digest, limits), []))))))
