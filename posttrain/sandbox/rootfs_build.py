@@ -231,6 +231,9 @@ def build_rootfs(path: str | Path, allow_unreproducible: bool = False, verify: b
 def _build_locked(recipe: Recipe, rkey: str, index: Path) -> RootfsImage:
     from posttrain.sandbox.rootfs_finish import finish_image
 
+    if os.geteuid() != 0:
+        raise SandboxError(f"{recipe.source}: building an image needs root (its RUN layers run as real root, "
+                           "like `docker build`); reusing a built one does not")
     b = Builder(recipe, store_dir("logs"))
     key = b.base()
     for step in recipe.steps:
