@@ -17,6 +17,7 @@ hashes fixed by the task's deterministic set-up (GIT_*_DATE are pinned in the im
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
@@ -48,7 +49,7 @@ class TerminalSet:
         names = task_names()
         if n < len(names):
             names = sorted(random.Random(f"terminal_set:{seed}").sample(names, n))
-        return [load_harbor_task(SET_DIR / name) for name in names]
+        return [dataclasses.replace(load_harbor_task(SET_DIR / name), domain=self.name) for name in names]
 
     def wrong_answer(self, task: Task, rng: random.Random) -> str:
         return dump_plan([{"tool": "shell", "arguments": {"cmd": FAKE}}, {"answer": "done"}])
