@@ -74,6 +74,12 @@ class ShellSession:
         uid = run_as()
         root = workspace_root()
         self.ws = Workspace.create(root, uid)
+        if self.image.rootfs is not None:  # the workspace starts as the image's WORKDIR (or the tree given)
+            try:
+                copy_tree_into(Path(self.workspace_from or self.image.rootfs.workdir_tree), self.ws.path)
+            except BaseException:
+                self.ws.remove()
+                raise
         self.ctl = Workspace.create(root, uid)
         self.cg = Cgroup.create(int(self.limits.memory_mb * lim.MB), int(self.limits.pids) + 3)
         in_r, self._in = os.pipe2(os.O_CLOEXEC)
@@ -84,7 +90,6 @@ class ShellSession:
         cmd = [*lim.prlimit_prefix(table), "/bin/bash", "--norc", "--noprofile"]
         root = self.image.rootfs
         if root is not None:  # a Debian-rootfs image: a throwaway overlay of it, the workspace at its WORKDIR
-            copy_tree_into(Path(self.workspace_from or root.workdir_tree), self.ws.path)
             binds: tuple[str, ...] = ("--bind", str(self.ctl.path), CTL_INSIDE, *self.extra_binds)
             argv_for = lambda extra: rootfs_argv(cmd, root, self.ws.path, rootfs_env(root), binds, extra)  # noqa: E731
         else:
