@@ -29,13 +29,13 @@ from posttrain.types import ExecLimits, ExecResult
 class WarmSessions:
     def __init__(self, per_key: int = 2, max_idle: int = 16) -> None:
         self.per_key, self.max_idle = per_key, max_idle  # an eval over many images keeps at most max_idle warm
-        self._idle: dict[tuple[str, ExecLimits], list[ShellSession]] = {}
+        self._idle: dict[tuple, list[ShellSession]] = {}
         self._tasks: set[asyncio.Task] = set()
         self.hits = self.misses = 0
         self.closed = False
 
     async def take(self, img: Image, limits: ExecLimits, max_steps: int, time_budget_s: float) -> ShellSession:
-        key = (img.digest, limits)
+        key = _key(img, limits)
         idle = self._idle.setdefault(key, [])
         s = None
         while idle and s is None:
@@ -48,15 +48,15 @@ class WarmSessions:
             self.misses += 1
             s = await ShellSession(img, limits, max_steps, time_budget_s).start()
         else:
-            self.hits += 1
-            s.max_steps, s.time_budget_s, s.started = max_steps, time_budget_s, time.monotonic()
+            self.hits += 1  # memory, pids, wall and output limits apply per step: the request's own
+            s.limits, s.max_steps, s.time_budget_s, s.started = limits, max_steps, time_budget_s, time.monotonic()
         self._refill(img, limits)
         return s
 
     def _refill(self, img: Image, limits: ExecLimits) -> None:
         if self.closed or self.per_key <= 0:
             return
-        key = (img.digest, limits)
+        key = _key(img, limits)
         pending = sum(1 for t in self._tasks if getattr(t, "pt_key", None) == key)
         for _ in range(self.per_key - len(self._idle.get(key, [])) - pending):
             t = asyncio.get_running_loop().create_task(self._start_one(img, limits))
@@ -72,14 +72,14 @@ class WarmSessions:
         if self.closed:
             await s.close()
             return
-        self._idle.setdefault((img.digest, limits), []).append(s)
+        mine = _key(img, limits)
+        self._idle.setdefault(mine, []).append(s)
         while self.idle_count() > self.max_idle:  # drop one of the image with the most idle sessions (not this one)
-            key = max((k for k in self._idle if self._idle[k] and k != (img.digest, limits)), key=lambda k: len(self._idle[k]),
-                      default=(img.digest, limits))
+            key = max((k for k in self._idle if self._idle[k] and k != mine), key=lambda k: len(self._idle[k]), default=mine)
             await self._idle[key].pop(0).close()
 
     async def fill(self, img: Image, limits: ExecLimits, n: int) -> None:
-        await asyncio.gather(*(self._start_one(img, limits) for _ in range(max(0, n - len(self._idle.get((img.digest, limits), []))))))
+        await asyncio.gather(*(self._start_one(img, limits) for _ in range(max(0, n - len(self._idle.get(_key(img, limits), []))))))
 
     def idle_count(self) -> int:
         return sum(len(v) for v in self._idle.values())
@@ -91,6 +91,14 @@ class WarmSessions:
         for ss in self._idle.values():
             while ss:
                 await ss.pop().close()
+
+
+def _key(img: Image, limits: ExecLimits) -> tuple:
+    """Which warm sessions can serve `limits`: with cgroups, memory and pids are set per step, so only the
+    rlimits fixed when bash starts (file size, open files) must match; without cgroups, all of them."""
+    from posttrain.sandbox.cgroups import kind
+
+    return (img.digest, limits.fsize_mb, limits.nofile) if kind() else (img.digest, limits)
 
 
 async def exec_in_session(
