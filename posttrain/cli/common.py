@@ -57,7 +57,7 @@ def launch(recipe: str, cfg: Any, run_dir: Path, command: str, resume: bool = Fa
     if resume:
         typer.echo(resume_message(run_dir))
     with interruptible(run_dir, command, resumable=r.resumable), PhaseProgress() as progress:
-        return run_recipe(r, cfg, run_dir, resume=resume, report=progress)
+        return run_recipe(r, cfg, run_dir, resume=resume, report=progress, title=command)
 
 
 class PhaseProgress:

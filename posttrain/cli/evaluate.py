@@ -40,19 +40,38 @@ def compare_cmd(
 ) -> None:
     """Paired before/after comparison of two evaluation runs, with a regression gate."""
     from posttrain.eval.compare import compare_runs
-    from posttrain.eval.report import comparison_markdown, write_report
+    from posttrain.eval.report import write_report
 
     cmp = compare_runs(run_a, run_b, margin=margin, seed=seed)
     path = write_report(cmp, report or run_b / "report.html")
     if as_json:
         print(_dumps({**cmp.to_dict(), "report": str(path)}))
     else:
-        from rich.console import Console
-        from rich.markdown import Markdown
-
-        Console().print(Markdown(comparison_markdown(cmp, str(path))))
+        _print_comparison(cmp, str(path))
     if fail_on_regression and (cmp.regressions or cmp.unproven):
         raise typer.Exit(1)
+
+
+def _print_comparison(cmp, report_path: str) -> None:
+    """The terminal's comparison: a compact table that wraps to the console width (COLUMNS), the
+    notes and verdict below it; the full table is in report.html."""
+    from rich import box
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.table import Table
+
+    from posttrain.eval.report import COMPACT_HEADER, comparison_markdown, compact_row
+
+    con = Console()
+    md = comparison_markdown(cmp, report_path, table=False).split("\n", 2)
+    con.print(Markdown(md[0]))
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for i, h in enumerate(COMPACT_HEADER):
+        t.add_column(h, overflow="fold", justify="left" if i in (0, 5) else "right")
+    for d in cmp.domains + [cmp.overall]:
+        t.add_row(*compact_row(d), style="bold" if d is cmp.overall else None)
+    con.print(t)
+    con.print(Markdown(md[2]))
 
 
 def eval_cmd(
@@ -115,7 +134,7 @@ def eval_cmd(
 
 def infra_failure_of(out: Path, summary: Optional[dict], max_rate: float) -> Optional[str]:
     from posttrain.eval.infra import infra_failure
-    from posttrain.eval.records import RecordFile
+    from posttrain.eval.records import SAMPLES_FILE, RecordFile
 
     if summary is None:
         return None

@@ -20,7 +20,8 @@ DEFAULT_MAX_INFRA_RATE = 0.2  # as rl.infra_error.threshold: a fifth of the samp
 
 def infra_cause(rec: SampleRecord) -> str:
     if rec.error and rec.error.get("message"):
-        return f"{rec.error.get('boundary', 'engine')}: {rec.error['message']}"
+        boundary, msg = rec.error.get("boundary", "engine"), rec.error["message"]
+        return msg if msg.startswith(boundary) else f"{boundary}: {msg}"
     return rec.reason or "unknown cause"
 
 
