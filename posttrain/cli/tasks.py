@@ -46,8 +46,9 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per domain."),
     plugin: List[Path] = plugin_option(),
 ) -> None:
-    """Oracle must score 1.0, empty 0, wrong < 1, every hack probe 0 (through the RL scoring path), with flake
-    rate 0. Exit 1 if any domain is unsound."""
+    """Oracle must score 1.0, empty 0, wrong < 1; through the RL scoring path no hack probe may score a full
+    1.0 (hack_pass=0; partial credit, hack_nonzero, is reported but allowed), honest answers beside a probe keep
+    their score (harmed=0), flake and infra rates 0. Exit 1 if any domain is unsound (docs/tasks.md, Soundness)."""
     import asyncio
 
     load_plugins(plugin)

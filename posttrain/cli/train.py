@@ -8,6 +8,11 @@ from typing import List, Optional
 import typer
 
 
+# What a user should expect, from docs/benchmarks.md ("Foundation"); each phase prints its own eta as it runs
+QUICKSTART_TIME = ("posttrain quickstart: about 5-6 min on 2 cores (measured 5 min 26 s, 271 CPU-s, on a shared 2-core "
+                   "VM; docs/benchmarks.md), longer on a busy machine; each phase shows its progress and an eta")
+
+
 def _print_summary(summary: dict, run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -109,6 +114,8 @@ def register(app: typer.Typer) -> None:
         base = copy.deepcopy(QUICKSTART_DEFAULTS)
         if (model or preset) and resume is None:  # a resumed run reads its own config.yaml
             base = model_preset_base(model, preset=preset)
+        elif resume is None and not overrides:
+            typer.echo(QUICKSTART_TIME, err=True)
         _run(None, overrides or [], out, resume, base=base, overwrite=overwrite, command="posttrain quickstart")
 
     @app.command()
