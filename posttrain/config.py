@@ -176,6 +176,9 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = (), b
             raise ConfigError(f"override {ov!r} must look like key.sub=value")
         k, v = ov.split("=", 1)
         _set_dotted(tree, k.strip(), v, defaults)
+    files = (tree.get("tasks") or {}).get("files") if isinstance(tree.get("tasks"), dict) else None
+    if isinstance(files, list):  # an override's paths are the current directory's: stored absolute for a resume
+        tree["tasks"]["files"] = [str(Path(f).resolve()) if isinstance(f, str) else f for f in files]
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as e:
