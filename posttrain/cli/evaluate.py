@@ -65,7 +65,7 @@ def _print_comparison(cmp, report_path: str) -> None:
     con = Console()
     md = comparison_markdown(cmp, report_path, table=False).split("\n", 2)
     con.print(Markdown(md[0]))
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
     for i, h in enumerate(COMPACT_HEADER):
         t.add_column(h, overflow="fold", justify="left" if i in (0, 5) else "right")
     for d in cmp.domains + [cmp.overall]:
@@ -145,11 +145,23 @@ def _print_eval(summary: Optional[dict], flakes: Optional[dict], out: Path) -> N
     from rich.console import Console
     from rich.markdown import Markdown
 
-    from posttrain.eval.summary import summary_markdown
+    from rich import box
+    from rich.table import Table
+
+    from posttrain.eval.summary import NOTE, sampling_line, summary_table
 
     con = Console()
-    if summary is not None:
-        con.print(Markdown(summary_markdown(summary, f"{summary['run']['suite']} on {summary['run']['model']}")))
+    if summary is not None:  # a table that folds to the terminal's width (COLUMNS) instead of cutting names
+        con.print(Markdown(f"## {summary['run']['suite']} on {summary['run']['model']}"))
+        con.print(sampling_line(summary["run"]), highlight=False)
+        head, rows = summary_table(summary)
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
+        for i, h in enumerate(head):
+            t.add_column(h, overflow="fold", no_wrap=h.startswith("score"), justify="left" if i == 0 else "right")
+        for cells in rows:
+            t.add_row(*cells, style="bold" if cells[0] == "ALL" else None)
+        con.print(t)
+        con.print(NOTE, highlight=False)
         t = summary["timing"]
         con.print(f"wall {t['wall_s']:.1f}s: engine startup {t['engine_startup_s']:.1f}s, generation {t['generation_s']:.1f}s, verification "
                   f"{t['verification_s']:.1f}s, harness {t['harness_s']:.1f}s ({t['harness_frac']:.1%}); "
@@ -181,8 +193,9 @@ class EtaProgress:
         est = Estimate(total, done, time.perf_counter() - self.t0)
         if not self.said_estimate and done < total:
             self.said_estimate = True
-            print(f"  estimate: {est.per_sample_s:.1f}s per sample -> about {fmt_duration(est.remaining_s)} for "
-                  f"the {total - done} left (a smaller run: --limit N)", file=sys.stderr, flush=True)
+            print(f"  estimate: {est.per_sample_s:.1f}s per sample over the first {done} -> about "
+                  f"{fmt_duration(est.remaining_s)} for the {total - done} left (larger batches are faster per sample; "
+                  f"a smaller run: --limit N)", file=sys.stderr, flush=True)
         print(f"\r  {est.line()}   ", end="\n" if done >= total else "", file=sys.stderr, flush=True)
 
 

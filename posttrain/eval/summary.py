@@ -94,21 +94,34 @@ def sampling_line(run: dict[str, Any]) -> str:
     return "sampling: " + ", ".join(parts)
 
 
-def summary_markdown(summary: dict[str, Any], title: str) -> str:
+def summary_table(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the per-domain table: pass@k and pass^k only when epochs > 1 (at one
+    epoch they equal pass@1), steps only when some task took more than one."""
     k = list(summary["overall"]["pass@k"])[-1]  # the largest k: epochs
-    at_k = [f"pass@{k}", f"pass^{k}"] if k != "1" else []  # at one epoch they equal pass@1
-    head = ["domain", "tasks", "n", "pass@1", *at_k, "score [95% CI]", "steps", "tokens", "infra"]
+    at_k = [f"pass@{k}", f"pass^{k}"] if k != "1" else []
+    rows = list(summary["domains"].items()) + [("ALL", summary["overall"])]
+    multi = any(g["steps"] == g["steps"] and g["steps"] != 1.0 for _, g in rows)  # NaN != NaN: no judged sample
+    head = ["domain", "tasks", "n", "pass@1", *at_k, "score [95% CI]", *(["steps"] if multi else []), "tokens", "infra"]
+    out = []
+    for name, g in rows:
+        sc = g["score"]
+        ks = [f"{g['pass@k'][k]:.3f}", f"{g['pass^k'][k]:.3f}"] if at_k else []
+        out.append([name, str(g["tasks"]), str(g["samples"]), f"{g['pass@1']:.3f}", *ks,
+                    f"{sc['estimate']:.3f} [{sc['low']:.2f}, {sc['high']:.2f}]",
+                    *([f"{g['steps']:.2f}"] if multi else []), f"{g['tokens']:.1f}",
+                    f"{g['infra_errors']} ({g['infra_rate']:.0%})"])
+    return head, out
+
+
+NOTE = "Infra errors are excluded from every rate; pass@k/pass^k are unbiased (NaN when n < k)."
+
+
+def summary_markdown(summary: dict[str, Any], title: str) -> str:
+    head, rows = summary_table(summary)
     lines = [f"## {title}", ""]
     if "run" in summary:
         lines += [sampling_line(summary["run"]), ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    rows = list(summary["domains"].items()) + [("ALL", summary["overall"])]
-    for name, g in rows:
-        sc = g["score"]
-        ks = [f"{g['pass@k'][k]:.3f}", f"{g['pass^k'][k]:.3f}"] if at_k else []
-        cells = [name, str(g["tasks"]), str(g["samples"]), f"{g['pass@1']:.3f}", *ks,
-                 f"{sc['estimate']:.3f} [{sc['low']:.2f}, {sc['high']:.2f}]",
-                 f"{g['steps']:.2f}", f"{g['tokens']:.1f}", f"{g['infra_errors']} ({g['infra_rate']:.0%})"]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("\nInfra errors are excluded from every rate; pass@k/pass^k are unbiased (NaN when n < k).")
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    lines.append("\n" + NOTE)
     return "\n".join(lines)
