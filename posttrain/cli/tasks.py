@@ -19,11 +19,13 @@ def _domains(names: list[str]) -> list[str]:
     known = registry("domain").names()
     if names in ([], ["all"]):
         return known
+    from posttrain.config_check import did_you_mean
     from posttrain.errors import ConfigError
 
     for n in names:
         if n not in known:
-            raise ConfigError(f"unknown domain {n!r}; known: {', '.join(known)}")
+            raise ConfigError(f"unknown domain {n!r}{did_you_mean(n, known)}; known: {', '.join(known)} "
+                              "(a task file? give its path ending in .jsonl or .yaml)")
     return names
 
 

@@ -79,7 +79,12 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
     builtin = BUILTIN_DIR / f"{name_or_path}.yaml"
     if builtin.is_file():
         return builtin
-    raise EvalError(f"unknown suite {str(name_or_path)!r}; built-in suites: {', '.join(builtin_suites())}")
+    import difflib
+
+    close = difflib.get_close_matches(str(name_or_path), builtin_suites(), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise EvalError(f"unknown suite {str(name_or_path)!r}{hint}; built-in suites: {', '.join(builtin_suites())} "
+                    f"(a file? no {Path(name_or_path).resolve()})")
 
 
 def _tasks_from_source(src: dict[str, Any], base: Path, where: str) -> list[Task]:

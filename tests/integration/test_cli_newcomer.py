@@ -81,11 +81,10 @@ def home(tmp_path_factory) -> Path:
     return d
 
 
-def evaluate(home: Path, out: Path, *extra, verifier="working.py", engine=True):
-    plugins = ["--plugin", home / verifier] + (["--plugin", home / "engine.py", "--engine", "newcomer_answer"]
-                                                if engine else [])
-    return posttrain("eval", "--model", home / "tiny", "--suite", home / "suite.yaml", "--out", out, "--no-cache",
-                     *plugins, *extra)
+def evaluate(home: Path, out: Path, *extra, verifier="working.py", model=None):
+    plugins = ["--plugin", home / verifier, "--plugin", home / "engine.py", "--engine", "newcomer_answer"]
+    return posttrain("eval", "--model", model or home / "tiny", "--suite", home / "suite.yaml", "--out", out,
+                     "--no-cache", *plugins, *extra)
 
 
 # 1. infrastructure errors ----------------------------------------------------------------
@@ -195,10 +194,15 @@ def test_the_summary_names_its_sampling_and_does_not_repeat_pass_at_1(two_runs):
 @pytest.fixture(scope="module")
 def two_runs(home, tmp_path_factory) -> list[tuple[Path, subprocess.CompletedProcess]]:
     """A: greedy, one epoch; B: the suite's defaults (greedy here, two epochs). (run dir, its eval's output)."""
+    import shutil
+
     d = tmp_path_factory.mktemp("cmp")
+    train = d / "train-run"  # B's model comes from a training run whose own held-out eval was greedy, one sample
+    shutil.copytree(home / "tiny", train / "checkpoints" / "step-5")
+    (train / "summary.json").write_text(json.dumps({"eval": {"temperature": 0.0, "seed": 0, "samples_per_task": 1}}))
     runs = []
-    for name, extra in (("a", ["--epochs", "1", "--temperature", "0"]), ("b", [])):
-        r = evaluate(home, d / name, *extra)
+    for name, extra, model in (("a", ["--epochs", "1", "--temperature", "0"], None), ("b", [], train)):
+        r = evaluate(home, d / name, *extra, model=model)
         assert r.returncode == 0, r.stderr[-1500:]
         runs.append((d / name, r))
     return runs
@@ -218,7 +222,9 @@ def test_compare_warns_when_the_two_sides_were_sampled_differently(two_runs):
     r = posttrain("compare", two_runs[0][0], two_runs[1][0], "--json")
     assert r.returncode == 0, r.stderr[-1500:]
     warnings = json.loads(r.stdout)["warnings"]
-    assert len(warnings) == 1 and "A: greedy, 1 epoch" in warnings[0] and "B: greedy, 2 epochs" in warnings[0]
+    assert len(warnings) == 2, warnings
+    assert "A: greedy, 1 epoch" in warnings[0] and "B: greedy, 2 epochs" in warnings[0]
+    assert "the run that produced its model" in warnings[1] and "--temperature 0 --epochs 1" in warnings[1]
 
 
 # 8. serve ----------------------------------------------------------------------------------
