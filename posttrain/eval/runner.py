@@ -103,7 +103,7 @@ def _open_run(out: Path, suite: Suite, ref: ModelRef, sampling: dict[str, Any], 
         diff = [k for k in identity if old.get(k) != identity[k]]
         if diff:
             raise EvalError(f"{out} holds an evaluation with a different {', '.join(diff)}; "
-                            f"use a new --out to evaluate this model/suite")
+                            f"use a new --out to evaluate this model/suite (or --overwrite to replace that evaluation)")
         return {**old, **meta}
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, {**meta, "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
