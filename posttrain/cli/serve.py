@@ -8,7 +8,8 @@ import typer
 
 
 def serve_cmd(
-    model: str = typer.Argument(..., help="A model directory, a catalog name (posttrain models list) or 'tiny'."),
+    model: str = typer.Argument(..., help="A model directory, a training run (its newest checkpoint, as `eval --model`), "
+                                          "a catalog name (posttrain models list) or 'tiny'."),
     host: str = typer.Option("127.0.0.1", help="Address to bind; anything but loopback needs --api-key."),
     port: int = typer.Option(8000, help="TCP port."),
     api_key: Optional[str] = typer.Option(None, "--api-key", envvar="POSTTRAIN_API_KEY",
@@ -27,6 +28,8 @@ def serve_cmd(
 
     check_bind(host, api_key)  # before loading anything: the one-line refusals come at once
     check_speculative(speculative, draft_model)
+    model = model_argument(model)
+    draft_model = model_argument(draft_model) if draft_model else None
     import uvicorn
 
     from posttrain.serve.app import build_app
@@ -43,6 +46,28 @@ def serve_cmd(
         uvicorn.run(build_app(state), host=host, port=port, log_level="warning", access_log=False)
     finally:
         state.close()
+
+
+def model_argument(model: str) -> str:
+    """A run directory becomes its newest checkpoint (as `eval --model RUN`); a path that does
+    not exist is reported as a missing path, not as an unknown catalog name."""
+    from pathlib import Path
+
+    from posttrain.eval.modelref import model_dir_of
+
+    p = Path(model).expanduser()
+    if model == "tiny":
+        return model
+    if p.exists() or "/" in model or model.startswith((".", "~")):
+        return str(model_dir_of(p)[0])  # ModelError naming the resolved path when it is missing
+    from posttrain.errors import ModelError
+    from posttrain.models.catalog import real_model
+
+    try:
+        real_model(model)
+    except ModelError as e:  # neither: say both places it looked
+        raise ModelError(f"no model directory {p.resolve()}, and {e}") from None
+    return model
 
 
 def register(app: typer.Typer) -> None:

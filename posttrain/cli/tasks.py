@@ -19,11 +19,13 @@ def _domains(names: list[str]) -> list[str]:
     known = registry("domain").names()
     if names in ([], ["all"]):
         return known
+    from posttrain.config_check import did_you_mean
     from posttrain.errors import ConfigError
 
     for n in names:
         if n not in known:
-            raise ConfigError(f"unknown domain {n!r}; known: {', '.join(known)}")
+            raise ConfigError(f"unknown domain {n!r}{did_you_mean(n, known)}; known: {', '.join(known)} "
+                              "(a task file? give its path ending in .jsonl or .yaml)")
     return names
 
 
@@ -46,8 +48,9 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per domain."),
     plugin: List[Path] = plugin_option(),
 ) -> None:
-    """Oracle must score 1.0, empty 0, wrong < 1, every hack probe 0 (through the RL scoring path), with flake
-    rate 0. Exit 1 if any domain is unsound."""
+    """Oracle must score 1.0, empty 0, wrong < 1; through the RL scoring path no hack probe may score a full
+    1.0 (hack_pass=0; partial credit, hack_nonzero, is reported but allowed), honest answers beside a probe keep
+    their score (harmed=0), flake and infra rates 0. Exit 1 if any domain is unsound (docs/tasks.md, Soundness)."""
     import asyncio
 
     load_plugins(plugin)

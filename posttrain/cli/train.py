@@ -8,6 +8,11 @@ from typing import List, Optional
 import typer
 
 
+# What a user should expect, from docs/benchmarks.md ("Foundation"); each phase prints its own eta as it runs
+QUICKSTART_TIME = ("posttrain quickstart: about 5-6 min on 2 cores (measured 5 min 26 s, 271 CPU-s, on a shared 2-core "
+                   "VM; docs/benchmarks.md), longer on a busy machine; each phase shows its progress and an eta")
+
+
 def _print_summary(summary: dict, run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -50,6 +55,20 @@ def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resu
     cfg.plugins = [*cfg.plugins, *(str(p.resolve()) for p in plugins)]
     summary = launch("rl", cfg, run_dir, command, resume=resume is not None, overwrite=overwrite)
     _print_summary(summary, run_dir)
+    _fail_on_unjudged(summary, cfg.rl.infra_error.threshold, run_dir)
+
+
+def _fail_on_unjudged(summary: dict, threshold: float, run_dir: Path) -> None:
+    """Exit non-zero when the held-out evaluation could not judge more than `threshold` of its
+    tasks (rl.infra_error.threshold): a before/after table over the rest would read as success."""
+    from posttrain.errors import PosttrainError
+
+    judged = summary.get("n_tasks", 0)
+    for side, n in (summary.get("infra_errors") or {}).items():
+        if n and n / (n + judged) > threshold:
+            raise PosttrainError(f"held-out evaluation {side} RL: {n} of {n + judged} tasks were infrastructure errors, "
+                                 f"over rl.infra_error.threshold {threshold:.0%}; the table compares too few tasks "
+                                 f"(the causes: `posttrain replay {run_dir}` or `posttrain view {run_dir}`)")
 
 
 def _agent(config: Optional[Path], overrides: List[str], out: Optional[Path], overwrite: bool) -> None:
@@ -109,6 +128,8 @@ def register(app: typer.Typer) -> None:
         base = copy.deepcopy(QUICKSTART_DEFAULTS)
         if (model or preset) and resume is None:  # a resumed run reads its own config.yaml
             base = model_preset_base(model, preset=preset)
+        elif resume is None and not overrides:
+            typer.echo(QUICKSTART_TIME, err=True)
         _run(None, overrides or [], out, resume, base=base, overwrite=overwrite, command="posttrain quickstart")
 
     @app.command()

@@ -103,6 +103,7 @@ class Comparison:
     infra_dropped: int
     meta_a: dict[str, Any] = field(default_factory=dict)
     meta_b: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # sampling_check.py: the sides sampled differently
     pairs: list[tuple[SampleRecord, SampleRecord]] = field(default_factory=list, repr=False)
 
     @property
@@ -123,6 +124,7 @@ class Comparison:
             "regressions": self.regressions,
             "inconclusive": self.unproven,
             "verdict": "regressed" if self.regressions else "inconclusive" if self.unproven else "ok",
+            "warnings": self.warnings,
         }
 
 
@@ -226,4 +228,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, margin: float = 0.02, see
     overall = compare_domain(ALL, pairs, sa, sb, seed)
     overall.p_holm = overall.p_value
     overall.verdict = verdict(overall, margin)
-    return Comparison(sa, sb, margin, domains, overall, only_a, only_b, infra, meta_a, meta_b, pairs)
+    from posttrain.eval.sampling_check import sampling_warnings
+
+    warnings = sampling_warnings(meta_a, recs_a, meta_b, recs_b)
+    return Comparison(sa, sb, margin, domains, overall, only_a, only_b, infra, meta_a, meta_b, warnings, pairs)

@@ -47,15 +47,22 @@ def hash_model_dir(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def resolve_model(dir_or_run: str | Path) -> ModelRef:
+def model_dir_of(dir_or_run: str | Path) -> tuple[Path, Path | None]:
+    """(HF model directory, the training run it came from or None) for a model directory or a
+    run directory (its newest checkpoint): what `eval --model` and `serve` accept alike."""
     p = Path(dir_or_run)
     if not p.exists():
-        raise ModelError(f"model not found: {p} (give an HF model directory or a training run directory)")
+        raise ModelError(f"model not found: {p.resolve()} (give an HF model directory or a training run directory)")
     if (p / "config.json").is_file():
         run = p.parent.parent if p.parent.name == "checkpoints" else None
-        return ModelRef(p, run if run and (run / "metrics.jsonl").exists() else None, hash_model_dir(p))
+        return p, run if run and (run / "metrics.jsonl").exists() else None
     ckpt = _latest_checkpoint(p) if p.is_dir() else None
     if ckpt is None:
         raise ModelError(f"{p} is neither an HF model directory (no config.json) "
                          f"nor a training run with checkpoints/step-N/")
-    return ModelRef(ckpt, p, hash_model_dir(ckpt))
+    return ckpt, p
+
+
+def resolve_model(dir_or_run: str | Path) -> ModelRef:
+    path, run = model_dir_of(dir_or_run)
+    return ModelRef(path, run, hash_model_dir(path))

@@ -131,6 +131,24 @@ class RecordFile:
             os.fsync(f.fileno())
 
 
+RUN_FILES = (SAMPLES_FILE, META_FILE, SUMMARY_FILE, "report.html")
+
+
+def clear_eval_run(out: Path) -> None:
+    """`eval --overwrite`: remove an earlier evaluation's files from `out`; refuse a directory
+    that holds anything else, so a mistyped --out never deletes a user's files."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise EvalError(f"--out {out} is a file, not a run directory")
+    other = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES and not p.name.endswith(".tmp"))
+    if other:
+        raise EvalError(f"--overwrite: {out} is not an evaluation run directory (it holds {', '.join(other[:5])}); "
+                        "refusing to delete anything in it")
+    for p in out.iterdir():
+        p.unlink()
+
+
 def read_json(path: Path, what: str) -> dict[str, Any]:
     """Load a JSON object file, turning every failure into an EvalError naming the file."""
     if not path.is_file():

@@ -77,7 +77,7 @@ def _config_tasks(run: Path) -> Iterable[Task]:
     pinned = sorted((run / "tasks").glob("*.jsonl")) if (run / "tasks").is_dir() else []
     if pinned:  # training runs pin their exact task sets
         for f in pinned:
-            yield from load_tasks(f)
+            yield from load_tasks(f, allow_empty=True)  # a run's own pinned split (sft.jsonl may be empty)
         return
     sp = make_splits(cfg)  # a run that pinned nothing: rebuild its splits the way it built them
     yield from sp.train + sp.held_out

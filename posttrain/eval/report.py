@@ -17,6 +17,7 @@ from typing import Any
 
 from posttrain.eval import plots
 from posttrain.eval.compare import Comparison, DomainResult
+from posttrain.eval.stats import fmt_p
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -31,7 +32,7 @@ def _row(d: DomainResult) -> list[str]:
     of = "pass" if d.method == "mcnemar" else "score"
     return [d.domain, str(d.tasks), str(d.pairs), _f(d.pass_before), _f(d.pass_after),
             _signed(d.pass_after - d.pass_before), _f(d.score_before), _f(d.score_after),
-            _signed(d.score_after - d.score_before), f"Δ{of} {ci}", f"{_f(d.p_value, 4)} / {_f(d.p_holm, 4)}",
+            _signed(d.score_after - d.score_before), f"Δ{of} {ci}", f"{fmt_p(d.p_value)} / {fmt_p(d.p_holm)}",
             steps, tokens, f"{flips[0]} / {flips[1]}", d.verdict]
 
 
@@ -43,11 +44,27 @@ HEADER = ["domain", "tasks", "pairs", "pass A", "pass B", "Δpass", "score A", "
           "p / Holm", "Δsteps [CI]", "Δtokens [CI]", "P→F / F→P", "verdict"]
 
 
-def comparison_markdown(cmp: Comparison, report_path: str | None = None, max_flips: int = 20) -> str:
-    lines = [f"## Comparison: `{cmp.run_a}` (A, before) → `{cmp.run_b}` (B, after)", "",
-             "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    for d in cmp.domains + [cmp.overall]:
-        lines.append("| " + " | ".join(_row(d)) + " |")
+# What a terminal shows (fits 80 columns); report.html and --json keep every column of HEADER
+COMPACT_HEADER = ["domain", "pairs", "pass A→B", "Δ [95% CI]", "p (Holm)", "verdict"]
+
+
+def compact_row(d: DomainResult) -> list[str]:
+    before, after = (d.pass_before, d.pass_after) if d.method == "mcnemar" else (d.score_before, d.score_after)
+    return [d.domain, str(d.pairs), f"{_f(before)}→{_f(after)}",
+            f"{_signed(d.diff.estimate)} [{_signed(d.diff.low)}, {_signed(d.diff.high)}]", fmt_p(d.p_holm), d.verdict]
+
+
+def comparison_markdown(cmp: Comparison, report_path: str | None = None, max_flips: int = 20,
+                        table: bool = True) -> str:
+    """The comparison as Markdown; `table=False` leaves out the wide table (the terminal prints
+    COMPACT_HEADER's columns instead) and points to the report for it."""
+    lines = [f"## Comparison: `{cmp.run_a}` (A, before) → `{cmp.run_b}` (B, after)", ""]
+    if table:
+        lines += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+        lines += ["| " + " | ".join(_row(d)) + " |" for d in cmp.domains + [cmp.overall]]
+    else:
+        lines.append("Pass rates (mean scores for graded domains); steps, tokens and flips per domain: the report.")
+    lines += [f"- **warning**: {w}" for w in cmp.warnings]
     lines += ["", f"Unpaired samples: {cmp.only_a} only in A, {cmp.only_b} only in B; "
               f"{cmp.infra_dropped} pairs dropped for infra errors (never counted as failures)."]
     flips = [f for d in cmp.domains for f in d.flips]
@@ -152,8 +169,9 @@ def write_report(cmp: Comparison, path: str | Path) -> Path:
     figs = "".join(f"<h3>{html.escape(t)}</h3><img alt='{html.escape(t)}' src='data:image/png;base64,{b64}'>"
                    for t, b64 in _figures(cmp))
     label, detail = _verdict(cmp)
+    warn = "".join(f"<p><b>Warning</b>: {html.escape(w)}</p>" for w in cmp.warnings)
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>posttrain compare</title>"
-           f"<style>{CSS}</style></head><body><h1>{html.escape(cmp.run_a)} → {html.escape(cmp.run_b)}</h1>"
+           f"<style>{CSS}</style></head><body><h1>{html.escape(cmp.run_a)} → {html.escape(cmp.run_b)}</h1>{warn}"
            f"<p>Gate: lower 95% CI bound of the paired difference below -{cmp.margin:g}. "
            f"Verdict: <b>{label}</b>{html.escape(detail)}</p>"
            + _table([_row(d) for d in cmp.domains + [cmp.overall]], HEADER)

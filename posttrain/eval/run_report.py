@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from posttrain.eval.recipe_eval import quickstart_eval, read_json
+from posttrain.eval.stats import fmt_p
 
 SMOOTH = 0.6
 # (title, y label, predicate over metric keys); evaluated in order, empty panels dropped
@@ -116,7 +117,7 @@ def _table(e: dict[str, Any]) -> str:
         f"<td>{_f(r['before'])} [{_f(r['before_ci'][0])}, {_f(r['before_ci'][1])}]</td>"
         f"<td>{_f(r['after'])} [{_f(r['after_ci'][0])}, {_f(r['after_ci'][1])}]</td>"
         f"<td>{r['after'] - r['before']:+.3f}</td><td>{r['pass_to_fail']} / {r['fail_to_pass']}</td>"
-        f"<td>{_f(r['p_value'], 4)}</td></tr>" for r in e["rows"])
+        f"<td>{fmt_p(r['p_value'])}</td></tr>" for r in e["rows"])
     return f"<table>{head}{body}</table>"
 
 

@@ -40,7 +40,8 @@ from typing import Any, Callable, Sequence
 from posttrain.eval.cache import GenerationCache, cache_key
 from posttrain.eval.modelref import ModelRef
 from posttrain.eval.records import (META_FILE, SAMPLES_FILE, SUMMARY_FILE, EvalError, RecordFile, SampleRecord,
-                                    read_json, write_json_atomic)
+                                    read_json, sample_key, write_json_atomic)
+from posttrain.eval.sizing import limit_suite
 from posttrain.eval.suite import Suite
 from posttrain.eval.summary import summarize
 from posttrain.eval.trajio import trajectory_to_dict
@@ -56,7 +57,10 @@ class EvalOptions:
     sandboxes: int | None = None  # max verifier calls in flight; None -> suite, else 2
     cache: Path | None = None  # generation cache file; None disables it
     retries: int = 2  # verifier infra-error retries
-    progress: Callable[[int, int], None] | None = None
+    progress: Callable[[int, int], None] | None = None  # (done, total) of this segment; (0, total) at its start
+    limit: int | None = None  # a seeded, domain-stratified sample of this many tasks (sizing.py)
+    limit_seed: int = 0
+    first_batch: int = 4  # the first generation batch is this small, so a time estimate comes early
 
 
 @dataclass
@@ -99,7 +103,7 @@ def _open_run(out: Path, suite: Suite, ref: ModelRef, sampling: dict[str, Any], 
         diff = [k for k in identity if old.get(k) != identity[k]]
         if diff:
             raise EvalError(f"{out} holds an evaluation with a different {', '.join(diff)}; "
-                            f"use a new --out to evaluate this model/suite")
+                            f"use a new --out to evaluate this model/suite (or --overwrite to replace that evaluation)")
         return {**old, **meta}
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, {**meta, "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
@@ -241,13 +245,23 @@ def _keyed_sampling(task: Task, sampling: dict[str, Any]) -> dict[str, Any]:
 
 
 def _plan(suite: Suite, epochs: int, done: dict[str, SampleRecord]) -> list[_Job]:
+    """The samples still to run. A record whose verdict was an infrastructure error is redone,
+    never reused: the cause (a missing --plugin, a dead sandbox) is usually fixed by the rerun."""
     from posttrain.eval.records import sample_key
+
+    done = {k: r for k, r in done.items() if not r.infra_error}
 
     return [_Job(t, e, _sample_seed(suite.seed, e), "") for e in range(epochs) for t in suite.tasks
             if sample_key(t.id, t.version, e) not in done]
 
 
-async def _pipeline(run: _Run, jobs: list[_Job], cached: dict[str, Trajectory], batch: int) -> None:
+def _chunks(todo: list[_Job], batch: int, first: int) -> list[list[_Job]]:
+    """Generation batches: a small first one (its time is the estimate users see early), then `batch` each."""
+    first = max(1, min(batch, first))
+    return [todo[:first]] + [todo[i:i + batch] for i in range(first, len(todo), batch)] if todo else []
+
+
+async def _pipeline(run: _Run, jobs: list[_Job], cached: dict[str, Trajectory], batch: int, first: int) -> None:
     """Generate batch i+1 on a thread while batch i is verified; at most 2 batches wait."""
     inflight: set[asyncio.Task[None]] = set()
 
@@ -263,8 +277,7 @@ async def _pipeline(run: _Run, jobs: list[_Job], cached: dict[str, Trajectory], 
     if hits:
         inflight.add(asyncio.create_task(run.verify_and_record(hits, [cached[j.key] for j in hits], True)))
     todo = [j for j in single if j.key not in cached]
-    for i in range(0, len(todo), batch):
-        chunk = todo[i:i + batch]
+    for chunk in _chunks(todo, batch, first):
         trajs = await run.generate(chunk)
         inflight.add(asyncio.create_task(run.verify_and_record(chunk, trajs, False)))
         await drain(2)
@@ -277,6 +290,15 @@ async def _pipeline(run: _Run, jobs: list[_Job], cached: dict[str, Trajectory], 
     for epoch_jobs in by_epoch.values():
         for i in range(0, len(epoch_jobs), batch):
             await run.episodes(epoch_jobs[i:i + batch], cached, batch)
+
+
+def _earlier_wall(out: Path) -> dict[str, Any]:
+    """Wall time and segment count of the earlier segments of a resumed run (its last summary.json)."""
+    path = out / SUMMARY_FILE
+    if not path.is_file():
+        return {"total_wall_s": 0.0, "segments": 0}
+    t = read_json(path, "summary").get("timing", {})
+    return {"total_wall_s": float(t.get("total_wall_s", t.get("wall_s", 0.0))), "segments": int(t.get("segments", 1))}
 
 
 def _build(ref: ModelRef, engine: str, batch: int) -> tuple[Any, Any]:
@@ -305,8 +327,10 @@ async def evaluate(ref: ModelRef, suite: Suite, out: Path, opts: EvalOptions, sa
     sampling = sampling_of(suite, opts)
     batch = max(1, opts.generation or suite.concurrency.get("generation", 256))
     sandboxes = max(1, opts.sandboxes or suite.concurrency.get("sandboxes", 2))
+    suite = limit_suite(suite, opts.limit, opts.limit_seed)
     meta = _open_run(out, suite, ref, sampling, opts.engine)
     records = RecordFile(out / SAMPLES_FILE)
+    earlier = _earlier_wall(out)
     jobs = _plan(suite, epochs, records.load())
     resumed = epochs * len(suite.tasks) - len(jobs)
     timer, cache_stats, startup = Timer(), {"hits": 0, "misses": 0}, 0.0
@@ -323,20 +347,26 @@ async def evaluate(ref: ModelRef, suite: Suite, out: Path, opts: EvalOptions, sa
         cached = cache.get_many([j.key for j in jobs]) if cache else {}
         verifier = VerifierRunner(sandbox, concurrency=sandboxes, retries=opts.retries)
         run = _Run(engine, tok, verifier, records, cache, sampling, len(jobs), opts.progress)
+        if opts.progress:
+            opts.progress(0, len(jobs))  # the clock of the estimate starts after the engine is up
         try:
-            await _pipeline(run, jobs, cached, batch)
+            await _pipeline(run, jobs, cached, batch, opts.first_batch)
         finally:
             if cache:
                 cache_stats = {"hits": cache.hits, "misses": cache.misses}
                 cache.close()
         timer = run.timer
-    summary = summarize(records.load().values(), epochs)
+    keys = {sample_key(t.id, t.version, e) for e in range(epochs) for t in suite.tasks}
+    summary = summarize([r for k, r in records.load().items() if k in keys], epochs)
     wall = time.perf_counter() - t_start
     busy = Timer.union(timer.gen + timer.verify)
     summary["run"] = {**meta, "epochs": epochs, "samples_new": len(jobs), "samples_resumed": resumed,
+                      "limit": opts.limit, "limit_seed": opts.limit_seed if opts.limit else None,
                       "cache": cache_stats, "concurrency": {"generation": batch, "sandboxes": sandboxes}}
     harness = wall - busy - startup
-    summary["timing"] = {"wall_s": wall, "engine_startup_s": startup, "generation_s": Timer.union(timer.gen),
+    summary["timing"] = {"wall_s": wall, "total_wall_s": earlier["total_wall_s"] + wall,
+                         "segments": earlier["segments"] + 1,
+                         "engine_startup_s": startup, "generation_s": Timer.union(timer.gen),
                          "verification_s": Timer.union(timer.verify), "harness_s": harness,
                          "harness_frac": harness / wall if wall > 0 else 0.0}
     write_json_atomic(out / SUMMARY_FILE, summary)

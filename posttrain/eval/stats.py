@@ -200,3 +200,10 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * ps[i]))
         out[i] = running
     return out
+
+
+def fmt_p(p: float) -> str:
+    """A p-value: 4 decimals, or scientific below 1e-3 (4.9e-05, never 0.0000); the viewer's pval (view/static/app.js)."""
+    if p is None or math.isnan(p):
+        return "nan"
+    return f"{p:.4f}" if p >= 1e-3 or p == 0 else f"{p:.1e}"

@@ -12,7 +12,7 @@ A suite file:
     sampling: {temperature: 0.7, top_p: 1.0, max_new_tokens: 24}
     concurrency: {generation: 256, sandboxes: 2}
     tasks:
-      - file: tasks/regression.jsonl         # relative to the suite file (posttrain/tasks/io.py)
+      - file: tasks/regression.jsonl         # relative to the suite file, as every path a file names
         pins: {arith-0: 3fa1c2..., ...}      # task id -> content hash (task.version)
       - domain: arithmetic                   # or a seeded generator
         n: 10
@@ -74,12 +74,17 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or p.exists():
         if not p.is_file():
-            raise EvalError(f"suite file not found: {p}")
+            raise EvalError(f"suite file not found: {p.resolve()}")
         return p
     builtin = BUILTIN_DIR / f"{name_or_path}.yaml"
     if builtin.is_file():
         return builtin
-    raise EvalError(f"unknown suite {str(name_or_path)!r}; built-in suites: {', '.join(builtin_suites())}")
+    import difflib
+
+    close = difflib.get_close_matches(str(name_or_path), builtin_suites(), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise EvalError(f"unknown suite {str(name_or_path)!r}{hint}; built-in suites: {', '.join(builtin_suites())} "
+                    f"(a file? no {Path(name_or_path).resolve()})")
 
 
 def _tasks_from_source(src: dict[str, Any], base: Path, where: str) -> list[Task]:
@@ -145,7 +150,10 @@ def load_suite(name_or_path: str | Path) -> Suite:
         where = f"{path}: tasks[{i}]"
         if not isinstance(src, dict):
             raise EvalError(f"{where}: expected a mapping with 'file' or 'domain'")
-        tasks += _apply_pins(_tasks_from_source(src, path.parent, where), src.get("pins"), where)
+        chosen = _apply_pins(_tasks_from_source(src, path.parent, where), src.get("pins"), where)
+        if not chosen:  # an all-filtered source would evaluate nothing and print a table of NaN
+            raise EvalError(f"{where}: this source gives no tasks (empty pins, or n: 0)")
+        tasks += chosen
     seen: set[str] = set()
     dups = sorted({t.id for t in tasks if t.id in seen or seen.add(t.id)})
     if dups:

@@ -81,16 +81,47 @@ def summarize(records: Iterable[SampleRecord], epochs: int) -> dict[str, Any]:
     }
 
 
-def summary_markdown(summary: dict[str, Any], title: str) -> str:
+def sampling_line(run: dict[str, Any]) -> str:
+    """What decided the samples, in words: `greedy, 1 epoch, budget 24 tokens` or
+    `temperature 0.7 (top_p 1.0), 2 epochs, budget 24 tokens, seed 0`."""
+    sp = run.get("sampling") or {}
+    t = float(sp.get("temperature", 0.0))
+    how = "greedy" if t == 0 else f"temperature {t:g} (top_p {float(sp.get('top_p', 1.0)):g}, seed {run.get('suite_seed', 0)})"
+    epochs = run.get("epochs", 1)
+    parts = [how, f"{epochs} epoch{'s' if epochs != 1 else ''}", f"budget {sp.get('max_new_tokens', '?')} tokens"]
+    if run.get("limit"):
+        parts.append(f"--limit {run['limit']} (seed {run.get('limit_seed', 0)})")
+    return "sampling: " + ", ".join(parts)
+
+
+def summary_table(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the per-domain table: pass@k and pass^k only when epochs > 1 (at one
+    epoch they equal pass@1), steps only when some task took more than one."""
     k = list(summary["overall"]["pass@k"])[-1]  # the largest k: epochs
-    head = ["domain", "tasks", "n", "pass@1", f"pass@{k}", f"pass^{k}", "score [95% CI]", "steps", "tokens", "infra"]
-    lines = [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    at_k = [f"pass@{k}", f"pass^{k}"] if k != "1" else []
     rows = list(summary["domains"].items()) + [("ALL", summary["overall"])]
+    multi = any(g["steps"] == g["steps"] and g["steps"] != 1.0 for _, g in rows)  # NaN != NaN: no judged sample
+    head = ["domain", "tasks", "n", "pass@1", *at_k, "score [95% CI]", *(["steps"] if multi else []), "tokens", "infra"]
+    out = []
     for name, g in rows:
         sc = g["score"]
-        cells = [name, str(g["tasks"]), str(g["samples"]), f"{g['pass@1']:.3f}", f"{g['pass@k'][k]:.3f}",
-                 f"{g['pass^k'][k]:.3f}", f"{sc['estimate']:.3f} [{sc['low']:.2f}, {sc['high']:.2f}]",
-                 f"{g['steps']:.2f}", f"{g['tokens']:.1f}", f"{g['infra_errors']} ({g['infra_rate']:.0%})"]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("\nInfra errors are excluded from every rate; pass@k/pass^k are unbiased (NaN when n < k).")
+        ks = [f"{g['pass@k'][k]:.3f}", f"{g['pass^k'][k]:.3f}"] if at_k else []
+        out.append([name, str(g["tasks"]), str(g["samples"]), f"{g['pass@1']:.3f}", *ks,
+                    f"{sc['estimate']:.3f} [{sc['low']:.2f}, {sc['high']:.2f}]",
+                    *([f"{g['steps']:.2f}"] if multi else []), f"{g['tokens']:.1f}",
+                    f"{g['infra_errors']} ({g['infra_rate']:.0%})"])
+    return head, out
+
+
+NOTE = "Infra errors are excluded from every rate; pass@k/pass^k are unbiased (NaN when n < k)."
+
+
+def summary_markdown(summary: dict[str, Any], title: str) -> str:
+    head, rows = summary_table(summary)
+    lines = [f"## {title}", ""]
+    if "run" in summary:
+        lines += [sampling_line(summary["run"]), ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    lines.append("\n" + NOTE)
     return "\n".join(lines)

@@ -102,15 +102,33 @@ def get_recipe(name: str) -> Recipe:
 
 
 def run_recipe(name: str | Recipe, cfg: RunConfig, run_dir: Path, resume: bool = False, report: Report | None = None,
-               sandbox: Any = None, budget_s: float | None = None) -> dict:
+               sandbox: Any = None, budget_s: float | None = None, title: str | None = None) -> dict:
     """Run every stage of recipe `name` in one event loop (the sandbox pool and verifier runner
-    live on it); returns the summary, also written to RUN/<recipe.summary_file>."""
+    live on it); returns the summary, also written to RUN/<recipe.summary_file>. `title` (the
+    command that ran it, `posttrain rl`) heads report.html; default the recipe's own."""
     r = get_recipe(name) if isinstance(name, str) else name
     ctx = RunContext(cfg, Path(run_dir), resume, report or (lambda phase, info: None), budget_s, sandbox=sandbox)
-    return asyncio.run(_run(r, ctx))
+    return asyncio.run(_run(r, ctx, title or r.title))
 
 
-async def _run(r: Recipe, ctx: RunContext) -> dict:
+WALL_FILE = "wall.json"  # the wall time of every segment of a run (an interrupted one included)
+
+
+def _earlier_wall_s(run_dir: Path) -> float:
+    p = run_dir / WALL_FILE
+    return sum(json.loads(p.read_text()).get("segments_s", [])) if p.is_file() else 0.0
+
+
+def _record_segment(run_dir: Path, seconds: float) -> None:
+    """Append this segment's wall time, so a resumed run's summary counts every segment."""
+    if not run_dir.is_dir():
+        return
+    p = run_dir / WALL_FILE
+    segs = json.loads(p.read_text()).get("segments_s", []) if p.is_file() else []
+    p.write_text(json.dumps({"segments_s": [*segs, seconds]}))
+
+
+async def _run(r: Recipe, ctx: RunContext, title: str) -> dict:
     import torch
 
     cfg, run_dir = ctx.cfg, ctx.run_dir
@@ -142,19 +160,18 @@ async def _run(r: Recipe, ctx: RunContext) -> dict:
         with ctx.phase("eval_after"):
             after = await r.evaluate(ctx, "after")
         summary = r.summarize(ctx, before, after)
-        wall = time.perf_counter() - t0
         prev = run_dir / r.summary_file
-        if ctx.resume and prev.is_file():  # a resumed run's wall time counts both sessions
-            wall += json.loads(prev.read_text()).get("wall_s", 0.0)
-        summary.setdefault("wall_s", wall)
+        # every segment of a resumed run: interrupted ones leave no summary, only their wall.json entry
+        summary.setdefault("wall_s", (_earlier_wall_s(run_dir) if ctx.resume else 0.0) + time.perf_counter() - t0)
         summary["phase_s"] = dict(ctx.phase_s)
         r.finish(ctx, summary)
         prev.write_text(json.dumps(summary, indent=2, default=str))
     finally:
+        _record_segment(run_dir, time.perf_counter() - t0)
         if ctx.state is not None:
             ctx.state.metrics.close()
             ctx.state.store.close()
     from posttrain.eval.run_report import write_run_report
 
-    write_run_report(run_dir, title=r.title)  # report.html, self-contained
+    write_run_report(run_dir, title=title)  # report.html, self-contained
     return summary

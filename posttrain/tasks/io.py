@@ -178,7 +178,7 @@ def _read(p: Path) -> str:
     try:
         return p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise TaskFileError(f"{p}: no such task file") from None
+        raise TaskFileError(f"{p.resolve()}: no such task file") from None  # resolved: says where it looked
     except (OSError, UnicodeDecodeError) as e:
         raise TaskFileError(f"{p}: cannot read task file: {e}") from None
 
@@ -233,8 +233,10 @@ def parse_yaml(path: str | Path, row: Callable[[Any], Task] = task_from_dict) ->
     return out
 
 
-def load_tasks(path: str | Path) -> list[Task]:
-    """Tasks from a .jsonl, .json (one object per line) or .yaml/.yml file."""
+def load_tasks(path: str | Path, allow_empty: bool = False) -> list[Task]:
+    """Tasks from a .jsonl, .json (one object per line) or .yaml/.yml file. A file with no task
+    is refused, naming it (a user's empty file would otherwise pass every check and crash a run
+    later); a run's own pinned splits, which may be empty (sft.jsonl), pass allow_empty=True."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix in (".yaml", ".yml"):
@@ -243,6 +245,8 @@ def load_tasks(path: str | Path) -> list[Task]:
         tasks = parse_jsonl(p)
     else:
         raise TaskFileError(f"{p}: unknown task file type {suffix!r} (use .jsonl, .yaml or .yml)")
+    if not tasks and not allow_empty:
+        raise TaskFileError(f"{p.resolve()}: no tasks in this file (empty); a task file needs at least one task")
     seen: dict[str, int] = {}
     for i, t in enumerate(tasks):
         if t.id in seen:

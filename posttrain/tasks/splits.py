@@ -135,5 +135,5 @@ def load_pinned(run_dir: Path) -> Splits | None:
     d = Path(run_dir) / "tasks"
     if not (d / "train.jsonl").is_file() or not (d / "heldout.jsonl").is_file():
         return None
-    sft = load_tasks(d / "sft.jsonl") if (d / "sft.jsonl").is_file() else []
-    return Splits(load_tasks(d / "train.jsonl"), load_tasks(d / "heldout.jsonl"), sft)
+    sft = load_tasks(d / "sft.jsonl", allow_empty=True) if (d / "sft.jsonl").is_file() else []
+    return Splits(load_tasks(d / "train.jsonl", allow_empty=True), load_tasks(d / "heldout.jsonl", allow_empty=True), sft)

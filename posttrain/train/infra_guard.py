@@ -11,7 +11,8 @@ stays high) or raises `InfraErrorRateExceeded`, a one-line error naming the caus
     sandbox: 45% of the last 200 verifications were infra errors (warm slot died 12 times,
     last error: warm slot failed: EOFError ...); set rl.infra_error.action=warn to carry on
 
-Infra-error samples never enter the gradient either way; the guard is about a run that
+Every verification of a full window an infra error stops the run whatever `action` says:
+nothing was judged, so nothing can be learned. Infra-error samples never enter the gradient either way; the guard is about a run that
 would otherwise finish "successfully" having learned from a fraction of its data.
 """
 
@@ -55,6 +56,8 @@ class InfraErrorGuard:
         if len(self.window) < self.cfg.min_samples or self.rate() < self.cfg.threshold:
             return None
         msg = self.message()
+        if len(self.window) == self.window.maxlen and self.rate() >= 1.0:  # a full window, nothing judged: no learning
+            raise InfraErrorRateExceeded(f"{msg}; the run stopped: not one verification could be judged")
         if self.cfg.action == "stop":
             raise InfraErrorRateExceeded(f"{msg}; the run stopped (set rl.infra_error.action=warn to carry on)")
         if self._warned_at is None or self.seen - self._warned_at >= self.cfg.window:

@@ -39,6 +39,7 @@ def test_rl_three_steps_writes_the_run_directory(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary) >= {"before", "after", "p_value", "n_tasks", "wall_s"}
     assert set(summary["before"]["domains"]) == {"arithmetic", "code"}
+    assert "<title>posttrain rl</title>" in (out / "report.html").read_text()  # titled by its command
 
 
 def test_interrupted_run_resumes_without_duplicated_or_missing_steps(tmp_path):
@@ -62,6 +63,9 @@ def test_interrupted_run_resumes_without_duplicated_or_missing_steps(tmp_path):
     assert metric_steps(out) == list(range(40))
     steps = [s for (s,) in sqlite3.connect(out / "trajectories.sqlite").execute("SELECT DISTINCT step FROM trajectories ORDER BY step")]
     assert steps == list(range(40))
+    segments = json.loads((out / "wall.json").read_text())["segments_s"]
+    assert len(segments) == 2  # the interrupted segment and the resumed one
+    assert segments[0] < json.loads((out / "summary.json").read_text())["wall_s"] <= sum(segments)  # both segments
 
 
 @pytest.mark.parametrize("args,expect", [

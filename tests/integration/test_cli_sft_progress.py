@@ -16,4 +16,5 @@ def test_sft_off_a_terminal_logs_one_line_every_tenth_of_the_run_ending_at_its_t
     lines = [x for x in out.stdout.splitlines() if x.startswith("sft ")]
     assert [x.split()[1] for x in lines] == [f"{s}/20" for s in range(2, 21, 2)]
     assert all("loss " in x for x in lines)
+    assert all(" eta " in x for x in lines[1:-1]) and " eta " not in lines[-1]  # time left, until the last step
     assert json.loads(out.stdout[out.stdout.index("{"):])["final_loss"] > 0

@@ -29,8 +29,21 @@ from posttrain.rollout.weight_sync import WeightSyncError
 PROBE = tuple(range(3, 67))
 
 
+def vllm_unsupported_reason(model_cfg: Any) -> str | None:
+    """The pure availability check config_check runs before any work: is vllm importable here?
+    (find_spec only: importing vllm itself takes seconds and needs CUDA.)"""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return ("engine 'vllm' needs the vllm package, which is not installed: install it with "
+                "`pip install vllm` (CUDA GPU only), or use engine 'fast'")
+    return None
+
+
 @engine("vllm")
 class VLLMEngine:
+    unsupported_reason = staticmethod(vllm_unsupported_reason)
+
     def __init__(self, model: Any, tokenizer: Any, model_path: str | None = None, dtype: str = "bfloat16",
                  gpu_memory_utilization: float = 0.6, verify_tol: float = 5e-2, seed: int = 0) -> None:
         try:

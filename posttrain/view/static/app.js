@@ -13,6 +13,8 @@ function esc(s) {
 }
 
 function num(v, d = 3) { return v === null || v === undefined || !isFinite(v) ? "–" : (+v).toFixed(d); }
+// a p-value: 4 decimals, or scientific below 1e-3 (4.9e-5 must not read 0.0000); the same rule as report.py's fmt_p
+function pval(v) { return v === null || v === undefined || !isFinite(v) ? "–" : (+v >= 1e-3 || +v === 0 ? (+v).toFixed(4) : (+v).toExponential(1)); }
 
 // Panels: [title, ylabel, key predicate]. A panel is drawn only when some key has data,
 // so a run never shows an empty panel, and reward is drawn once (from the store, with bands).

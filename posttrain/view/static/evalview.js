@@ -15,7 +15,7 @@ function beforeAfterHtml(e) {
   const rows = e.rows.map(r => `<tr><td>${esc(r.domain)}</td><td class="num">${r.n}</td>
     <td class="num">${num(r.before)} ${ci(r.before_ci)}</td><td class="num">${num(r.after)} ${ci(r.after_ci)}</td>
     <td class="num">${r.after === null || r.before === null ? "–" : (r.after - r.before >= 0 ? "+" : "") + num(r.after - r.before)}</td>
-    <td class="num">${r.pass_to_fail} / ${r.fail_to_pass}</td><td class="num">${num(r.p_value, 4)}</td></tr>`).join("");
+    <td class="num">${r.pass_to_fail} / ${r.fail_to_pass}</td><td class="num">${pval(r.p_value)}</td></tr>`).join("");
   return `<h3>Held-out pass@1, ${esc(e.labels[0])} → ${esc(e.labels[1])} (95% Wilson intervals, exact McNemar)</h3>
     <table class="grid" id="eval-table"><tr><th>domain</th><th>tasks</th><th>${esc(e.labels[0])}</th><th>${esc(e.labels[1])}</th><th>Δ</th><th>P→F / F→P</th><th>p</th></tr>${rows}</table>
     <h3>Flips (${e.flips.length})</h3>${flipsHtml(e.flips)}`;
@@ -30,7 +30,7 @@ function compareHtml(c) {
   const doms = Object.values(c.domains).concat([c.overall]);
   const rows = doms.map(d => `<tr class="${esc(d.verdict)}"><td>${esc(d.domain)}</td><td class="num">${d.pairs}</td>
     <td class="num">${num(d.pass_before)}</td><td class="num">${num(d.pass_after)}</td><td class="num">${num(d.diff)} [${num(d.ci[0])}, ${num(d.ci[1])}]</td>
-    <td class="num">${num(d.p_value, 4)} / ${num(d.p_holm, 4)}</td><td>${esc(d.method)}</td><td>${esc(d.verdict)}</td></tr>`).join("");
+    <td class="num">${pval(d.p_value)} / ${pval(d.p_holm)}</td><td>${esc(d.method)}</td><td>${esc(d.verdict)}</td></tr>`).join("");
   const flips = Object.values(c.domains).flatMap(d => d.flips);
   return `<h3>Paired comparison: verdict <b>${esc(c.verdict)}</b></h3>
     <table class="grid"><tr><th>domain</th><th>pairs</th><th>pass A</th><th>pass B</th><th>B − A [95% CI]</th><th>p / Holm</th><th>test</th><th>verdict</th></tr>${rows}</table>

@@ -14,7 +14,7 @@ def test_overrides_apply_with_yaml_types():
 def test_unknown_key_names_key_and_file(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text("rl:\n  stpes: 3\n")
-    with pytest.raises(ConfigError, match=r"unknown config key 'rl.stpes' in .*c.yaml"):
+    with pytest.raises(ConfigError, match=r"unknown config key 'rl.stpes' \(did you mean 'rl.steps'\?\) in .*c.yaml"):
         load_config(p)
 
 
