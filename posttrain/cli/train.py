@@ -24,6 +24,7 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     t.add_row("[bold]mean", f"{b:.3f}", f"{a:.3f}", f"{a - b:+.3f}", f"{summary['p_value']:.2g}")
     c = Console()
     c.print(t)
+    _print_generalisation(c, summary.get("generalisation"))
     sft = summary.get("sft", {})
     if "validation_pass@1" in sft:
         c.print(f"SFT warm-up: {sft['steps']} steps, stopped at validation pass@1 {sft['validation_pass@1']:.3f} "
@@ -31,6 +32,23 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     f = summary["flips"]
     c.print(f"{summary['n_tasks']} held-out tasks; flips fail->pass {f['fail_to_pass']}, pass->fail {f['pass_to_fail']}; "
             f"wall {summary['wall_s']:.0f}s; run directory {run_dir}")
+
+
+def _print_generalisation(c, gen: dict | None) -> None:
+    """Trained vs held-out domains (never trained on), when the config held some out."""
+    if not gen:
+        return
+    from rich.table import Table
+
+    t = Table(title="generalisation: mean held-out pass@1 over domains, paired delta with 95% task-bootstrap CI")
+    for col in ("domains", "n", "tasks", "before RL", "after RL", "delta [95% CI]", "McNemar p"):
+        t.add_column(col, justify="left" if col == "domains" else "right")
+    for key, label in (("trained_domains", "trained"), ("held_out_domains", "held out (never trained)")):
+        g = gen[key]
+        lo, hi = g["ci95"]
+        t.add_row(label, str(len(g["domains"])), str(g["n_tasks"]), f"{g['before']:.3f}", f"{g['after']:.3f}",
+                  f"{g['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]", f"{g['p_value']:.2g}")
+    c.print(t)
 
 
 def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resume: Optional[Path],
