@@ -67,7 +67,8 @@ async def check_one(name: str, level: float, args: argparse.Namespace) -> dict:
 
 
 def levels_of(name: str, wanted: list[float]) -> list[float]:
-    top = rg.MAX_DIFFICULTY if name.removeprefix(rg.PREFIX) in rg._factory().CURRICULA else rg.MIN_DIFFICULTY
+    gen = name.removeprefix(rg.PREFIX)
+    top = rg.TOP_LEVEL.get(gen, rg.MAX_DIFFICULTY) if gen in rg._factory().CURRICULA else rg.MIN_DIFFICULTY
     return sorted({min(lv, top) for lv in wanted})
 
 

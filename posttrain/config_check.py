@@ -122,7 +122,8 @@ def _check_tasks(cfg: RunConfig) -> None:
 def curriculum_levels(cfg: RunConfig, name: str) -> list[float]:
     """The difficulty levels the curriculum pools for domain `name` (none when it does not follow it)."""
     cur = cfg.schedule.curriculum
-    if cur is None or cfg.tasks.domains[name].held_out or (cur.domains is not None and name not in cur.domains):
+    if (cur is None or cfg.tasks.domains[name].held_out or name in cur.exclude
+            or (cur.domains is not None and name not in cur.domains)):
         return []
     return list(cur.levels)
 
@@ -137,10 +138,11 @@ def _check_curriculum(cfg: RunConfig) -> None:
     if not cur.levels or cur.levels != sorted(set(cur.levels)):
         raise ConfigError(f"schedule.curriculum.levels={cur.levels}: need distinct levels in ascending order")
     trained = [n for n, d in cfg.tasks.domains.items() if not d.held_out]
-    for n in cur.domains or []:
-        if n not in trained:
-            raise ConfigError(f"schedule.curriculum.domains names {n!r}, which is not a trained domain of "
-                              f"tasks.domains; trained: {', '.join(trained)}")
+    for key, names in (("domains", cur.domains or []), ("exclude", cur.exclude)):
+        for n in names:
+            if n not in trained:
+                raise ConfigError(f"schedule.curriculum.{key} names {n!r}, which is not a trained domain of "
+                                  f"tasks.domains; trained: {', '.join(trained)}")
 
 
 def check_task_file(path: str | Path) -> list[Task]:

@@ -232,6 +232,7 @@ class CurriculumConfig(Section):
     cooldown: int = 2  # decisions after a move down before a move up
     start: float | None = None  # the level each domain starts at (None: the lowest)
     domains: list[str] | None = None  # the domains that follow it (None: every trained domain)
+    exclude: list[str] = []  # trained domains that keep their fixed difficulty (e.g. a generator without levels)
 
 
 class ScheduleConfig(Section):

@@ -48,7 +48,7 @@ def check_args(band: Sequence[float], window: int, min_evidence: int, cooldown: 
 class Curriculum:
     def __init__(self, tasks: Sequence[Task], band: Sequence[float] = (0.2, 0.8), window: int = 32,
                  min_evidence: int = 16, cooldown: int = 2, start: float | None = None,
-                 domains: Iterable[str] | None = None) -> None:
+                 domains: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> None:
         check_args(band, window, min_evidence, cooldown, start)
         self.low, self.high = float(band[0]), float(band[1])
         self.window, self.min_evidence, self.cooldown = window, min_evidence, cooldown
@@ -56,10 +56,11 @@ class Curriculum:
         self.domain_of = [t.domain for t in tasks]
         every = sorted(set(self.domain_of))
         chosen = every if domains is None else list(domains)
-        unknown = [d for d in chosen if d not in every]
+        unknown = [d for d in [*chosen, *exclude] if d not in every]
         if unknown:
-            raise ConfigError(f"schedule.curriculum.domains names {unknown[0]!r}, which no training task has; "
+            raise ConfigError(f"schedule.curriculum names domain {unknown[0]!r}, which no training task has; "
                               f"domains: {', '.join(every)}")
+        chosen = [d for d in chosen if d not in set(exclude)]
         self.levels = {d: sorted({float(self.difficulty[i]) for i, x in enumerate(self.domain_of) if x == d}) for d in chosen}
         self.level = {d: self._start(lv, start) for d, lv in self.levels.items()}
         self.recent: dict[str, deque[float]] = {d: deque(maxlen=window) for d in chosen}

@@ -204,6 +204,8 @@ class Scheduler:
     def metrics(self) -> dict[str, float]:
         """Flat metrics for this step; the dropped fraction covers filter calls since the last call."""
         w = self.weights()
+        if self.curriculum is not None:
+            w = w * self.curriculum.allowed()  # what the next draw can reach: the current levels only
         out: dict[str, float] = {}
         total_mix = sum(self.mixture)
         for d, name in enumerate(self.domains):

@@ -17,7 +17,8 @@ package's list for the pinned version; a test holds the two equal), minus `EXCLU
 - Difficulty: 1.0 (easiest) .. 5.0 (hardest) maps linearly onto EACH curriculum attribute's own
   levels (`difficulty_levels`), so 5.0 is every attribute's last level whatever its length; a
   fractional difficulty draws each task from the level below or above in proportion. The 3
-  generators without a curriculum take 1.0 only. Generator arguments given by name win over the
+  generators without a curriculum take 1.0 only; `TOP_LEVEL` caps 3 whose generation takes
+  minutes an item above it (jugs 2, zebra_puzzles 2, n_queens 4). Generator arguments given by name win over the
   curriculum's value for that field.
 - Seeds: a task is item `index` of the generator at seed `rg_seed(name, seed, level)` (a stable
   hash, so seeds 0 and 1 never share items, which reasoning-gym's seed+index scheme would). The
@@ -76,6 +77,7 @@ EXCLUDED: dict[str, str] = {
     "composite": "a mixture of the other generators, not a generator of its own",
     "boxnet": "no reference answer: nothing shows an honest answer scores 1 (the oracle check needs one)",
     "rush_hour": "no reference answer (only the minimum move count): the oracle check needs one",
+    "sokoban": "its easiest level (6x6 boards) is made by rejection sampling: 1-20 s an item on 2 cores, minutes per pool",
 }
 # Generators whose `score_answer` is wrong as shipped: the wrapper compares with the reference instead.
 EXACT: dict[str, str] = {
@@ -85,6 +87,8 @@ EXACT: dict[str, str] = {
 ANSWER_FORM: dict[str, str] = {
     "rubiks_cube": r"[UDLRFBudlrfbMESxyz' ]+",  # Singmaster moves; score_answer expands "U9999999999" and fills memory
 }
+# Generators whose items take minutes to make above a level (a search that explodes): their top difficulty.
+TOP_LEVEL: dict[str, float] = {"jugs": 2.0, "n_queens": 4.0, "zebra_puzzles": 2.0}
 # Where the reference answer is not `entry["answer"]` (None there): a metadata field holding one.
 ORACLE_FIELD = {"graph_color": "possible_answer", "propositional_logic": "example_answer",
                 "rubiks_cube": "example_correct_answer"}
@@ -191,9 +195,12 @@ def dataset(name: str, level: float, args_json: str, seed: int, size: int) -> An
                           f"{e or type(e).__name__}") from None
 
 
-def entry(name: str, level: float, args: dict, seed: int, size: int, index: int) -> dict:
-    """Item `index` of the generator: what `score_answer` takes (regenerated, never stored)."""
-    return dataset(name, level, json.dumps(args, sort_keys=True), seed, size)[index]
+@lru_cache(maxsize=16384)
+def item(name: str, level: float, args_json: str, seed: int, size: int, index: int) -> dict:
+    """Item `index` of the generator: what `score_answer` takes. Regenerated from the task's spec, never
+    stored; memoised, and filled by `generate`, so the verifier in the same process finds it made
+    (sokoban and knight_swap take seconds an item)."""
+    return dataset(name, level, args_json, seed, size)[index]
 
 
 def reference_answer(name: str, item: dict) -> str | None:
@@ -217,7 +224,7 @@ class ReasoningGymDomain:
     """One reasoning-gym generator; `args` are its config fields (checked by name at config load)."""
 
     def __init__(self, generator: str, max_new_tokens: int | None = None, reasoning: bool = False,
-                 timeout_s: float = 10.0, **args: Any) -> None:
+                 timeout_s: float = 30.0, **args: Any) -> None:
         self.generator, self.name = generator, PREFIX + generator
         self.reasoning, self.timeout_s, self.args = reasoning, timeout_s, dict(args)
         self.max_new_tokens = max_new_tokens or (1024 if reasoning else 256)
@@ -229,8 +236,9 @@ class ReasoningGymDomain:
         tasks: list[Task] = []
         for level, count in _level_counts(n, difficulty, rng).items():
             s = rg_seed(self.generator, seed, level)
-            ds = dataset(self.generator, level, json.dumps(self.args, sort_keys=True), s, count)
-            tasks += [self._task(ds[i], level, s, count, i) for i in range(count)]
+            args_json = json.dumps(self.args, sort_keys=True)
+            tasks += [self._task(item(self.generator, level, args_json, s, count, i), level, s, count, i)
+                      for i in range(count)]
         return tasks
 
     def _task(self, item: dict, level: float, seed: int, size: int, index: int) -> Task:
@@ -261,13 +269,13 @@ class ReasoningGymDomain:
         text = inner.group(1) if inner else ref
         cands = [c for c in perturbations(text, rng) if c.strip() != text.strip()] or [text + " x"]
         spec = task.verifier.args
-        item = dataset(self.generator, float(spec["level"]), json.dumps(dict(spec["args"]), sort_keys=True),
-                       int(spec["seed"]), int(spec["size"]))[int(spec["index"])]
+        entry = item(self.generator, float(spec["level"]), json.dumps(dict(spec["args"]), sort_keys=True),
+                     int(spec["seed"]), int(spec["size"]), int(spec["index"]))
         scorer = dataset(self.generator, 1.0, "{}", 0, 1)
         wrong = cands[0]
         for c in cands:
             try:
-                if float(scorer.score_answer(c, item)) < 1.0:
+                if float(scorer.score_answer(c, entry)) < 1.0:
                     wrong = c
                     break
             except Exception:  # noqa: BLE001  a candidate the checker cannot parse is wrong enough
@@ -307,7 +315,8 @@ def perturbations(text: str, rng: random.Random) -> list[str]:
 
 
 def check_difficulty(name: str, difficulty: float, key: str) -> None:
-    top = MAX_DIFFICULTY if name.removeprefix(PREFIX) in _factory().CURRICULA else MIN_DIFFICULTY
+    gen = name.removeprefix(PREFIX)
+    top = TOP_LEVEL.get(gen, MAX_DIFFICULTY) if gen in _factory().CURRICULA else MIN_DIFFICULTY
     if not (isinstance(difficulty, (int, float)) and MIN_DIFFICULTY <= difficulty <= top):
         raise ConfigError(f"{key}: difficulty {difficulty!r} is out of range for {name}: it takes "
                           f"{MIN_DIFFICULTY:g}..{top:g}" + ("" if top > MIN_DIFFICULTY else " (the generator has no levels)"))
@@ -325,7 +334,18 @@ def check_domain(name: str, args: dict[str, Any], difficulties: Iterable[float],
     for d in difficulties:
         check_difficulty(name, d, key)
         for level in {float(math.floor(d)), float(math.ceil(d))}:
-            dataset(gen, level, json.dumps(args, sort_keys=True), 0, 1)
+            validate_config(gen, level, args)
+
+
+def validate_config(generator: str, level: float, args: dict[str, Any]) -> None:
+    """The generator's config at `level` with `args` passes its own validate(); builds no dataset
+    (some generators precompute in their constructor: a config check must stay cheap)."""
+    _, cfg_cls = _factory().DATASETS[generator]
+    try:
+        _validate(cfg_cls(**make_config(generator, level, args)))
+    except (AssertionError, ValueError, TypeError) as e:
+        raise ConfigError(f"{PREFIX}{generator}: bad generator arguments {args} at difficulty {level:g}: "
+                          f"{e or type(e).__name__}") from None
 
 
 class _Factory:
@@ -341,7 +361,7 @@ class _Factory:
     @property
     def __signature__(self) -> inspect.Signature:
         own = [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v)
-               for k, v in (("max_new_tokens", None), ("reasoning", False), ("timeout_s", 10.0))]
+               for k, v in (("max_new_tokens", None), ("reasoning", False), ("timeout_s", 30.0))]
         gen = [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v)
                for k, v in config_fields(self.generator).items()]
         return inspect.Signature(own + gen)

@@ -65,7 +65,7 @@ def train_levels(cfg: Any, name: str) -> list[tuple[float, int]]:
     """(difficulty, count) pools of domain `name`'s training tasks: its own difficulty, or with a
     curriculum that follows it (`schedule.curriculum`) n_train split evenly over the curriculum's levels."""
     d, cur = cfg.tasks.domains[name], cfg.schedule.curriculum
-    if cur is None or (cur.domains is not None and name not in cur.domains):
+    if cur is None or name in cur.exclude or (cur.domains is not None and name not in cur.domains):
         return [(d.difficulty, d.n_train)]
     k = len(cur.levels)
     return [(float(lv), d.n_train // k + (i < d.n_train % k)) for i, lv in enumerate(cur.levels)]

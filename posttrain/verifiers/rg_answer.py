@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from functools import lru_cache
 from typing import Any
 
 from posttrain.registry import verifier
@@ -81,11 +80,6 @@ def form_violation(generator: str, answer: str, ref: str) -> str:
     return ""
 
 
-@lru_cache(maxsize=8192)
-def _item(generator: str, level: float, args_json: str, seed: int, size: int, index: int) -> dict:
-    return rg.dataset(generator, level, args_json, seed, size)[index]
-
-
 def _score(generator: str, item: dict, answer: str) -> float:
     ds = rg.dataset(generator, 1.0, "{}", 0, 1)  # score_answer reads the entry, not the config
     return float(ds.score_answer(answer, item))
@@ -94,7 +88,7 @@ def _score(generator: str, item: dict, answer: str) -> float:
 @verifier("rg_answer")
 class RGAnswer:
     def __init__(self, generator: str, level: float, args: dict[str, Any], seed: int, size: int, index: int,
-                 time_limit_s: float = 10.0) -> None:
+                 time_limit_s: float = 20.0) -> None:
         import json
 
         rg.require()
@@ -102,7 +96,7 @@ class RGAnswer:
         self.generator, self.time_limit_s = generator, time_limit_s
 
     def _judge(self, text: str, tags_required: bool) -> VerifyResult:
-        item = _item(*self.key)
+        item = rg.item(*self.key)
         ref = rg.reference_answer(self.generator, item) or ""
         answer, why = extract(text, tags_required)
         if answer is None:

@@ -116,6 +116,7 @@ def test_state_from_a_run_without_a_curriculum_is_refused():
     ({"min_evidence": 40, "window": 32}, "min_evidence <= window"),
     ({"cooldown": -1}, "cooldown"),
     ({"domains": ["nope"]}, "'nope'"),
+    ({"exclude": ["nope"]}, "'nope'"),
 ])
 def test_bad_curriculum_arguments_are_one_line_errors(bad, match):
     with pytest.raises(ConfigError, match=match) as e:
@@ -127,3 +128,8 @@ def test_a_domain_outside_the_curriculum_draws_every_level():
     sched = Scheduler(pool(), policy="uniform", seed=8, curriculum={**ARGS, "domains": ["easy"]})
     seen = {t.difficulty for _ in range(20) for t in sched.next_batch(10) if t.domain == "hard"}
     assert len(seen) > 1 and "sched/difficulty/hard" not in sched.metrics()
+
+
+def test_an_excluded_domain_keeps_drawing_every_level_it_has():
+    sched = Scheduler(pool(), policy="uniform", seed=9, curriculum={**ARGS, "exclude": ["hard"]})
+    assert set(sched.curriculum.level) == {"easy"}
