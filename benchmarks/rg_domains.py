@@ -74,10 +74,10 @@ def levels_of(name: str, wanted: list[float]) -> list[float]:
 
 async def main(args: argparse.Namespace) -> list[dict]:
     if args.all_generators:
-        for g in rg.EXCLUDED:  # build them too, to show why they are out
-            if g != "composite" and rg.PREFIX + g not in build.__globals__["registry"]("domain"):
-                from posttrain.registry import domain
+        from posttrain.registry import domain, registry
 
+        for g in rg.EXCLUDED:  # register them here too, to show why they are out
+            if g != "composite" and rg.PREFIX + g not in registry("domain"):
                 domain(rg.PREFIX + g)(rg._Factory(g))
     names = args.domains or [rg.PREFIX + g for g in (rg.GENERATORS if args.all_generators else rg.shipped())
                              if g != "composite"]
@@ -114,7 +114,8 @@ if __name__ == "__main__":
     print(f"{'PASS' if len(sound) == len(out) else 'MISS'} {len(sound)}/{len(out)} (domain, level) rows sound; "
           f"{len(shipped)} domains sound at every level; hack_pass_rate max "
           f"{max((r.get('hack_pass_rate', 1.0) for r in out), default=0):.3f}; wall {time.perf_counter() - t0:.0f} s")
-    print(f"{'PASS' if len(shipped) >= 100 else 'MISS'} at least 100 domains shipped and sound: {len(shipped)}")
+    if not a.domains:
+        print(f"{'PASS' if len(shipped) >= 100 else 'MISS'} at least 100 domains shipped and sound: {len(shipped)}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

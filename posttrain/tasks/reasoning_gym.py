@@ -269,9 +269,9 @@ class ReasoningGymDomain:
         text = inner.group(1) if inner else ref
         cands = [c for c in perturbations(text, rng) if c.strip() != text.strip()] or [text + " x"]
         spec = task.verifier.args
-        entry = item(self.generator, float(spec["level"]), json.dumps(dict(spec["args"]), sort_keys=True),
-                     int(spec["seed"]), int(spec["size"]), int(spec["index"]))
-        scorer = dataset(self.generator, 1.0, "{}", 0, 1)
+        key = (self.generator, float(spec["level"]), json.dumps(dict(spec["args"]), sort_keys=True),
+               int(spec["seed"]), int(spec["size"]))
+        entry, scorer = item(*key, int(spec["index"])), dataset(*key)
         wrong = cands[0]
         for c in cands:
             try:

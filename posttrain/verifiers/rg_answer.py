@@ -80,9 +80,9 @@ def form_violation(generator: str, answer: str, ref: str) -> str:
     return ""
 
 
-def _score(generator: str, item: dict, answer: str) -> float:
-    ds = rg.dataset(generator, 1.0, "{}", 0, 1)  # score_answer reads the entry, not the config
-    return float(ds.score_answer(answer, item))
+def _score(key: tuple, item: dict, answer: str) -> float:
+    """The item's own generator scores it (a few checkers read their config: tolerances, formats)."""
+    return float(rg.dataset(*key[:5]).score_answer(answer, item))
 
 
 @verifier("rg_answer")
@@ -110,7 +110,7 @@ class RGAnswer:
             ok = norm(answer) == norm(ref)
             return VerifyResult(1.0 if ok else 0.0, ok, {"got": answer[:80], "exact": True})
         try:
-            score = _score(self.generator, item, answer)
+            score = _score(self.key, item, answer)
         except Exception as e:  # noqa: BLE001  the checker choked on this answer: the answer's fault
             return VerifyResult.fail(f"checker rejected the answer: {type(e).__name__}: {str(e)[:80]}")
         ok = score >= FULL
