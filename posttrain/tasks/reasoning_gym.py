@@ -17,8 +17,8 @@ package's list for the pinned version; a test holds the two equal), minus `EXCLU
 - Difficulty: 1.0 (easiest) .. 5.0 (hardest) maps linearly onto EACH curriculum attribute's own
   levels (`difficulty_levels`), so 5.0 is every attribute's last level whatever its length; a
   fractional difficulty draws each task from the level below or above in proportion. The 3
-  generators without a curriculum take 1.0 only; `TOP_LEVEL` caps 3 whose generation takes
-  minutes an item above it (jugs 2, zebra_puzzles 2, n_queens 4). Generator arguments given by name win over the
+  generators without a curriculum take 1.0 only; `TOP_LEVEL` caps 4 that break above it (jugs 2,
+  zebra_puzzles 2, n_queens 4: minutes an item; tower_of_hanoi 2: answers over 32,000 characters). Generator arguments given by name win over the
   curriculum's value for that field.
 - Seeds: a task is item `index` of the generator at seed `rg_seed(name, seed, level)` (a stable
   hash, so seeds 0 and 1 never share items, which reasoning-gym's seed+index scheme would). The
@@ -87,8 +87,10 @@ EXACT: dict[str, str] = {
 ANSWER_FORM: dict[str, str] = {
     "rubiks_cube": r"[UDLRFBudlrfbMESxyz' ]+",  # Singmaster moves; score_answer expands "U9999999999" and fills memory
 }
-# Generators whose items take minutes to make above a level (a search that explodes): their top difficulty.
-TOP_LEVEL: dict[str, float] = {"jugs": 2.0, "n_queens": 4.0, "zebra_puzzles": 2.0}
+# Top difficulty of generators that break above it: items take minutes to make (jugs, n_queens, zebra_puzzles:
+# a search that explodes), or the reference answer outgrows the longest format rule (tower_of_hanoi: 2^10 moves,
+# 32,700 characters, at level 3).
+TOP_LEVEL: dict[str, float] = {"jugs": 2.0, "n_queens": 4.0, "zebra_puzzles": 2.0, "tower_of_hanoi": 2.0}
 # Where the reference answer is not `entry["answer"]` (None there): a metadata field holding one.
 ORACLE_FIELD = {"graph_color": "possible_answer", "propositional_logic": "example_answer",
                 "rubiks_cube": "example_correct_answer"}
