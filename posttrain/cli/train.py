@@ -40,14 +40,14 @@ def _print_generalisation(c, gen: dict | None) -> None:
         return
     from rich.table import Table
 
-    t = Table(title="generalisation: mean held-out pass@1 over domains, paired delta with 95% task-bootstrap CI")
-    for col in ("domains", "n", "tasks", "before RL", "after RL", "delta [95% CI]", "McNemar p"):
-        t.add_column(col, justify="left" if col == "domains" else "right")
-    for key, label in (("trained_domains", "trained"), ("held_out_domains", "held out (never trained)")):
+    t = Table(title="trained vs held-out domains (never trained on): mean pass@1, paired delta, 95% CI, McNemar p")
+    for col in ("domains", "tasks", "before", "after", "delta", "95% CI", "p"):
+        t.add_column(col, justify="left" if col == "domains" else "right", no_wrap=True)
+    for key, label in (("trained_domains", "trained"), ("held_out_domains", "held out")):
         g = gen[key]
         lo, hi = g["ci95"]
-        t.add_row(label, str(len(g["domains"])), str(g["n_tasks"]), f"{g['before']:.3f}", f"{g['after']:.3f}",
-                  f"{g['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]", f"{g['p_value']:.2g}")
+        t.add_row(f"{label} ({len(g['domains'])})", str(g["n_tasks"]), f"{g['before']:.3f}", f"{g['after']:.3f}",
+                  f"{g['delta']:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]", f"{g['p_value']:.2g}")
     c.print(t)
 
 

@@ -33,7 +33,7 @@ def test_hundred_domains_example_runs_reduced_and_reports_held_out_domains_apart
     s = json.loads((out / "summary.json").read_text())
     assert s["generalisation"]["held_out_domains"]["domains"] == ["rg-lcm"]
     assert s["generalisation"]["trained_domains"]["domains"] == ["rg-gcd", "rg-spell_backward"]
-    assert "held out (never trained)" in r.stdout
+    assert "│ held out (1) " in r.stdout and "│ trained (2) " in r.stdout  # the printed table's two rows
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x.strip()]
     assert any("sched/difficulty/rg-gcd" in row for row in rows)
     assert (out / "scheduler.png").is_file()
