@@ -96,20 +96,62 @@ def _check_async(cfg: RunConfig) -> None:
                               "of a batch; set rl.partial_rollouts=false")
 
 
+def unknown_domain_error(name: str, key: str) -> ConfigError:
+    """The error for an unregistered domain: a family's own line (`domain_family`, by prefix:
+    `rg-` says which generators exist) when one claims the name, else the list of known domains."""
+    families = registry("domain_family")
+    families.names()  # imports the built-in families
+    for prefix in families.names():
+        if name.startswith(prefix):
+            line = families.get(prefix)(name)
+            if line:
+                return ConfigError(f"{key}: {line}")
+    known = ", ".join(registry("domain").names())
+    return ConfigError(f"{key}={name!r} is not a registered domain; known: {known} "
+                       "(a domain of your own? pass --plugin FILE or list it under plugins:)")
+
+
 def _check_tasks(cfg: RunConfig) -> None:
-    for name in cfg.tasks.domains:
-        try:
-            _known("domain", name, f"tasks.domains.{name}")
-        except ConfigError as e:
-            raise ConfigError(f"{e} (a domain of your own? pass --plugin FILE or list it under plugins:)") from None
-        check_kwargs(registry("domain").get(name), cfg.tasks.domains[name].args, f"tasks.domains.{name}.args",
-                     f"domain {name!r}")
+    for name, d in cfg.tasks.domains.items():
+        key = f"tasks.domains.{name}"
+        if name not in registry("domain").names():
+            raise unknown_domain_error(name, key)
+        if name in registry("domain_check"):  # a domain's own load-time check: package, args, difficulty range
+            registry("domain_check").get(name)(name, d.args, [d.difficulty, *curriculum_levels(cfg, name)], key)
+        check_kwargs(registry("domain").get(name), d.args, f"{key}.args", f"domain {name!r}")
+    _check_curriculum(cfg)
     if not cfg.tasks.domains and not cfg.tasks.files:
         raise ConfigError("tasks: no domains and no task files; a run needs at least one of tasks.domains / tasks.files")
     from posttrain.tasks.splits import check_unique_ids
 
     # ids repeated across task files (two copies of one file); a file id equal to a generated one is make_splits' to find
     check_unique_ids([(str(f), check_task_file(f)) for f in cfg.tasks.files])
+
+
+def curriculum_levels(cfg: RunConfig, name: str) -> list[float]:
+    """The difficulty levels the curriculum pools for domain `name` (none when it does not follow it)."""
+    cur = cfg.schedule.curriculum
+    if (cur is None or cfg.tasks.domains[name].held_out or name in cur.exclude
+            or (cur.domains is not None and name not in cur.domains)):
+        return []
+    return list(cur.levels)
+
+
+def _check_curriculum(cfg: RunConfig) -> None:
+    cur = cfg.schedule.curriculum
+    if cur is None:
+        return
+    from posttrain.schedule.curriculum import check_args
+
+    check_args(cur.band, cur.window, cur.min_evidence, cur.cooldown, cur.start)
+    if not cur.levels or cur.levels != sorted(set(cur.levels)):
+        raise ConfigError(f"schedule.curriculum.levels={cur.levels}: need distinct levels in ascending order")
+    trained = [n for n, d in cfg.tasks.domains.items() if not d.held_out]
+    for key, names in (("domains", cur.domains or []), ("exclude", cur.exclude)):
+        for n in names:
+            if n not in trained:
+                raise ConfigError(f"schedule.curriculum.{key} names {n!r}, which is not a trained domain of "
+                                  f"tasks.domains; trained: {', '.join(trained)}")
 
 
 def check_task_file(path: str | Path) -> list[Task]:

@@ -60,6 +60,7 @@ class DomainConfig(Section):
     n_eval: int = Field(default=200, ge=0)
     difficulty: float = Field(default=1.0, ge=0.0)
     args: dict[str, Any] = {}
+    held_out: bool = False  # never trained on: only its n_eval held-out tasks, reported apart (transfer)
 
 
 class TasksConfig(Section):
@@ -221,9 +222,23 @@ class SandboxConfig(Section):
     retries: int = Field(default=2, ge=0)
 
 
+class CurriculumConfig(Section):
+    """Per-domain difficulty that follows the model (schedule/curriculum.py, docs/scheduler.md)."""
+
+    levels: list[float] = [1.0, 2.0, 3.0, 4.0, 5.0]  # difficulty levels pooled per domain; n_train is split across them
+    band: list[float] = [0.2, 0.8]  # target group pass rate [low, high]: above moves up a level, below down
+    window: int = 32  # recent scored rewards per domain that a decision reads
+    min_evidence: int = 16  # rewards at the current level before a move
+    cooldown: int = 2  # decisions after a move down before a move up
+    start: float | None = None  # the level each domain starts at (None: the lowest)
+    domains: list[str] | None = None  # the domains that follow it (None: every trained domain)
+    exclude: list[str] = []  # trained domains that keep their fixed difficulty (e.g. a generator without levels)
+
+
 class ScheduleConfig(Section):
     policy: str = "uniform"
     args: dict[str, Any] = {}
+    curriculum: CurriculumConfig | None = None
 
 
 class EvalConfig(Section):

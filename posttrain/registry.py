@@ -30,6 +30,8 @@ T = TypeVar("T")
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "verifier": ("posttrain.verifiers", "posttrain.longctx.reward"),
     "domain": ("posttrain.tasks",),
+    "domain_check": ("posttrain.tasks",),  # per-domain load-time checks (args, difficulty range): tasks/reasoning_gym.py
+    "domain_family": ("posttrain.tasks",),  # prefix -> one-line error for an unknown member (rg-)
     "engine": ("posttrain.rollout",),
     "loss": ("posttrain.train.losses",),
     "dpo_loss": ("posttrain.train.losses",),

@@ -24,6 +24,10 @@ def _domains(names: list[str]) -> list[str]:
 
     for n in names:
         if n not in known:
+            from posttrain.config_check import unknown_domain_error
+
+            if any(n.startswith(p) for p in registry("domain_family").names()):  # a family's own line (rg-: its generators)
+                raise unknown_domain_error(n, "domain")
             raise ConfigError(f"unknown domain {n!r}{did_you_mean(n, known)}; known: {', '.join(known)} "
                               "(a task file? give its path ending in .jsonl or .yaml)")
     return names

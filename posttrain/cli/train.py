@@ -29,6 +29,7 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     t.add_row("[bold]mean", f"{b:.3f}", f"{a:.3f}", f"{a - b:+.3f}", f"{summary['p_value']:.2g}")
     c = Console()
     c.print(t)
+    _print_generalisation(c, summary.get("generalisation"))
     sft = summary.get("sft", {})
     if "validation_pass@1" in sft:
         c.print(f"SFT warm-up: {sft['steps']} steps, stopped at validation pass@1 {sft['validation_pass@1']:.3f} "
@@ -36,6 +37,23 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     f = summary["flips"]
     c.print(f"{summary['n_tasks']} held-out tasks; flips fail->pass {f['fail_to_pass']}, pass->fail {f['pass_to_fail']}; "
             f"wall {summary['wall_s']:.0f}s; run directory {run_dir}")
+
+
+def _print_generalisation(c, gen: dict | None) -> None:
+    """Trained vs held-out domains (never trained on), when the config held some out."""
+    if not gen:
+        return
+    from rich.table import Table
+
+    t = Table(title="trained vs held-out domains (never trained on): mean pass@1, paired delta, 95% CI, McNemar p")
+    for col in ("domains", "tasks", "before", "after", "delta", "95% CI", "p"):
+        t.add_column(col, justify="left" if col == "domains" else "right", no_wrap=True)
+    for key, label in (("trained_domains", "trained"), ("held_out_domains", "held out")):
+        g = gen[key]
+        lo, hi = g["ci95"]
+        t.add_row(f"{label} ({len(g['domains'])})", str(g["n_tasks"]), f"{g['before']:.3f}", f"{g['after']:.3f}",
+                  f"{g['delta']:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]", f"{g['p_value']:.2g}")
+    c.print(t)
 
 
 def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resume: Optional[Path],

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from posttrain.eval.suite import BUILTIN_DIR
+from posttrain.tasks.reasoning_gym import shipped as rg_shipped
 
 EVAL_SEED = 10_000
 DEFAULT_SAMPLING = {"temperature": 0.7, "top_p": 1.0, "max_new_tokens": 24}
@@ -47,6 +48,9 @@ BUILTINS: dict[str, tuple[dict[str, int], int, str, int | None]] = {
     "ifbench": ({"ifbench": 10_000}, 1, "IFBench prompts, held-out split, strict all-or-nothing constraints.", None),
     "regression": ({"arithmetic": 14, "code": 12, "math": 10}, 5,
                    "Default regression set: 36 tasks across domains, 5 epochs.", 24),
+    # The reasoning-gym family (`reasoning_gym` extra): 3 level-1 tasks of every shipped rg-* generator.
+    "reasoning_gym": ({f"rg-{g}": 3 for g in rg_shipped()}, 1,
+                      "reasoning-gym: 3 difficulty-1 tasks of each of its 102 shipped generators, rg_answer checker.", None),
 }
 
 

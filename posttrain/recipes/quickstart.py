@@ -220,7 +220,17 @@ def summarize(before: HeldoutResult, after: HeldoutResult, cfg: RunConfig, run_d
         "flips": {"pass_to_fail": overall.before_only, "fail_to_pass": overall.after_only},
         "domain_p_values": {d: paired_mcnemar(before, after, d).p_value for d in before.by_domain()},
         "infra_errors": {"before": before.infra_errors, "after": after.infra_errors},
+        **_generalisation(before, after, cfg),
     }
+
+
+def _generalisation(before: HeldoutResult, after: HeldoutResult, cfg: RunConfig) -> dict:
+    """`generalisation`: trained vs held-out domains (`tasks.domains.X.held_out`), when the run holds any out."""
+    from posttrain.eval.transfer import generalisation
+    from posttrain.tasks.splits import held_out_domains
+
+    held = held_out_domains(cfg)
+    return {"generalisation": generalisation(before, after, held)} if held else {}
 
 
 def run_quickstart(cfg: RunConfig, run_dir: Path, resume: bool = False, report: Report | None = None,

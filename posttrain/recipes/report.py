@@ -47,6 +47,11 @@ def write_report(run_dir: Path, summary: dict, model: str = "") -> Path:
                      f"{pa:.3f} [{lo2:.3f}, {hi2:.3f}] | {pa - pb:+.3f} | {summary['domain_p_values'][d]:.3g} |")
     lines.append(f"| **mean** | {summary['n_tasks']} | {b['pass@1']:.3f} | {a['pass@1']:.3f} | "
                  f"{a['pass@1'] - b['pass@1']:+.3f} | {summary['p_value']:.3g} |")
+    for key, label in (("trained_domains", "trained domains"), ("held_out_domains", "held-out domains (never trained on)")):
+        g = summary.get("generalisation", {}).get(key)
+        if g:
+            lines.append(f"| **{label}** ({len(g['domains'])}) | {g['n_tasks']} | {g['before']:.3f} | {g['after']:.3f} | "
+                         f"{g['delta']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}] | {g['p_value']:.3g} |")
     f = summary["flips"]
     infra = summary["infra_errors"]
     lines += ["", f"Flips: fail->pass {f['fail_to_pass']}, pass->fail {f['pass_to_fail']}. Infra errors "

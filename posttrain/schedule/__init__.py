@@ -1,5 +1,5 @@
-"""Which task comes next: stratified mixtures, pass-rate statistics, adaptive weights,
-zero-variance filtering and long-tail queues. See docs/scheduler.md.
+"""Which task comes next: stratified mixtures, pass-rate statistics, adaptive weights, a
+per-domain difficulty curriculum, zero-variance filtering and long-tail queues. See docs/scheduler.md.
 
 Importing this package registers the built-in `sched_policy` implementations
 (`uniform`, `learning_signal`, `difficulty_pools`).

@@ -2,12 +2,14 @@
 
     plot_scheduler(run_dir, metrics.read())
 
-Up to four panels over RL steps, each drawn only when it teaches something:
+Up to five panels over RL steps, each drawn only when it teaches something:
 - sampling weight by domain (dashed: difficulty buckets), only when some weight moves (under
   the `uniform` policy every weight is a flat line, so the panel is left out);
 - observed pass rate by domain, only when it differs from the reward curve of
   reward_curve.png (with binary rewards and no format bonus it is the same series);
 - dropped (zero-variance) groups;
+- difficulty level per domain, when a curriculum ran (`sched/difficulty/<domain>`; with more than
+  12 domains the lines are faint and unlabelled, with their mean in bold);
 - queue waits and staleness, when the long-tail lanes ran.
 Noisy per-step series are EMA-smoothed (weight 0.6) over the faint raw line.
 """
@@ -20,6 +22,7 @@ from typing import Sequence
 from posttrain.store.metric_pages import ema, metric_keys, panel_grid, save_panels, series, varies
 
 SMOOTH = 0.6
+MAX_LEGEND = 12  # domains named in the difficulty panel's legend; more are drawn faint, with their mean
 
 
 def _same_as_reward(rows: Sequence[dict], domain: str) -> bool:
@@ -31,6 +34,17 @@ def _same_as_reward(rows: Sequence[dict], domain: str) -> bool:
 def _plot_smoothed(ax, xs, ys, label, **kw):
     line, = ax.plot(xs, ema(ys, SMOOTH), lw=1.3, label=label, **kw)
     ax.plot(xs, ys, lw=0.6, alpha=0.25, color=line.get_color())
+
+
+def _plot_levels(ax, rows: Sequence[dict], keys: list[str], has_mean: bool) -> None:
+    """One step line per domain; past MAX_LEGEND domains they go unlabelled and faint, the mean bold."""
+    many = len(keys) > MAX_LEGEND
+    for k in keys:
+        xs, ys = series(rows, k)
+        ax.step(xs, ys, where="post", lw=0.7 if many else 1.2, alpha=0.3 if many else 1.0,
+                label="_nolegend_" if many else k.removeprefix("sched/difficulty/"))
+    if many and has_mean:
+        ax.plot(*series(rows, "sched/difficulty_mean"), lw=2.0, color="black", label="mean over domains")
 
 
 def plot_scheduler(run_dir: str | Path, rows: Sequence[dict]) -> Path | None:
@@ -53,6 +67,10 @@ def plot_scheduler(run_dir: str | Path, rows: Sequence[dict]) -> Path | None:
     if drops:
         panels.append((f"dropped zero-variance groups (fraction, EMA {SMOOTH})", lambda ax: [
             _plot_smoothed(ax, *series(rows, k), lab) for k, lab in drops]))
+    levels = [k for k in keys if k.startswith("sched/difficulty/")]
+    if levels:
+        panels.append(("curriculum: difficulty level by domain" + (" (bold: mean)" if len(levels) > MAX_LEGEND else ""),
+                       lambda ax: _plot_levels(ax, rows, levels, "sched/difficulty_mean" in keys)))
     queue = [k for k in keys if k.startswith(("queue/wait_p50_s/", "queue/staleness_mean"))]
     if queue:
         panels.append(("queue wait p50 (s) and staleness (versions)", lambda ax: [

@@ -15,6 +15,10 @@ while a long task is still in flight) until observed or `pending_ttl` draws pass
 
 A "step" here is one `observe()` call; `last_step` and revisits count in those units.
 
+With `curriculum={...}` (curriculum.py) each listed domain is drawn only at its current
+difficulty level, which moves with the domain's observed pass rate; its state is in
+`state_dict()`.
+
 Does not: run rollouts, look at durations (see `longtail.py`), or persist itself; the
 training loop saves `state_dict()` with its checkpoint.
 """
@@ -30,6 +34,7 @@ import numpy as np
 import posttrain.schedule.policies  # noqa: F401  (registers the built-in policies)
 from posttrain.errors import ConfigError
 from posttrain.registry import registry
+from posttrain.schedule.curriculum import Curriculum
 from posttrain.schedule.filtering import has_signal, is_scored
 from posttrain.schedule.sampling import allocate, pick
 from posttrain.schedule.stats import PassStats, difficulty_buckets
@@ -59,7 +64,8 @@ class Scheduler:
     def __init__(self, tasks: Sequence[Task], mixture: Mapping[str, float] | None = None,
                  policy: str = "learning_signal", seed: int = 0, *, n_buckets: int = 3,
                  decay: float = 0.7, prior_strength: float = 2.0, pending_ttl: int = 4,
-                 max_oversample: float = 4.0, **policy_args: Any) -> None:
+                 max_oversample: float = 4.0, curriculum: Mapping[str, Any] | None = None,
+                 **policy_args: Any) -> None:
         if not tasks:
             raise ConfigError("scheduler needs at least one task, got none")
         if not isinstance(seed, int) or seed < 0:
@@ -90,6 +96,8 @@ class Scheduler:
         self._totals = [0, 0]
         self._pass: dict[str, float] = {}  # domain -> mean scored reward at its last observe
         self.fingerprint = content_hash([t.version for t in self.tasks])
+        # Per-domain difficulty levels (curriculum.py): draws only from each domain's current level.
+        self.curriculum = Curriculum(self.tasks, **curriculum) if curriculum is not None else None
         self._check_policy_args()
 
     # -- weights ---------------------------------------------------------------------------
@@ -122,11 +130,12 @@ class Scheduler:
         w = self.weights()
         for tid in self.pending:
             w[self.index[tid]] = 0.0  # in flight: no second group for it yet
+        allowed = self.curriculum.allowed() if self.curriculum is not None else np.ones(len(self.tasks), dtype=bool)
         chosen: list[int] = []
         for d, count in enumerate(allocate(n, self.mixture, rng)):
             if count == 0:
                 continue
-            rows = np.flatnonzero(self.stats.domain == d)  # [N_d]
+            rows = np.flatnonzero((self.stats.domain == d) & allowed)  # [N_d] at the domain's current level
             b_of = self.stats.bucket[rows]
             masses = [float(w[rows[b_of == b]].sum()) for b in range(self.stats.n_buckets)]
             if sum(masses) <= 0:  # everything retired or in flight: draw the domain uniformly
@@ -171,8 +180,12 @@ class Scheduler:
                     continue
                 self.stats.observe(i, rewards, self.step)
                 sums.setdefault(self.tasks[i].domain, []).extend(rewards)
+                if self.curriculum is not None:
+                    self.curriculum.observe(self.tasks[i], rewards)
         for dom, rs in sums.items():
             self._pass[dom] = float(np.mean(rs))
+        if self.curriculum is not None:
+            self.curriculum.update(self.step)
         self.step += 1
 
     def filter_groups(self, groups: Sequence[Sequence[Trajectory]]) -> list[bool]:
@@ -191,6 +204,8 @@ class Scheduler:
     def metrics(self) -> dict[str, float]:
         """Flat metrics for this step; the dropped fraction covers filter calls since the last call."""
         w = self.weights()
+        if self.curriculum is not None:
+            w = w * self.curriculum.allowed()  # what the next draw can reach: the current levels only
         out: dict[str, float] = {}
         total_mix = sum(self.mixture)
         for d, name in enumerate(self.domains):
@@ -213,6 +228,8 @@ class Scheduler:
         out["sched/zero_weight_frac"] = float(np.mean(w == 0))
         out["sched/coverage"] = float(np.mean(self.stats.attempts > 0))
         out["sched/pending"] = float(len(self.pending))
+        if self.curriculum is not None:
+            out.update(self.curriculum.metrics())
         self._window = [0, 0]
         return out
 
@@ -224,6 +241,7 @@ class Scheduler:
             "pending": dict(self.pending), "keep_rate": self.keep_rate,
             "window": list(self._window), "totals": list(self._totals), "pass": dict(self._pass),
             "stats": self.stats.state_dict(),
+            "curriculum": self.curriculum.state_dict() if self.curriculum is not None else None,
         }
 
     def load_state_dict(self, d: Mapping[str, Any]) -> None:
@@ -240,3 +258,7 @@ class Scheduler:
         self.keep_rate = float(d["keep_rate"])
         self._window, self._totals = list(d["window"]), list(d["totals"])
         self._pass = {str(k): float(v) for k, v in d["pass"].items()}
+        if (d.get("curriculum") is None) != (self.curriculum is None):
+            raise ConfigError("scheduler state and this run disagree on schedule.curriculum (one has it, one not)")
+        if self.curriculum is not None:
+            self.curriculum.load_state_dict(d["curriculum"])

@@ -51,8 +51,29 @@ def _text_splits(cfg: Any) -> tuple[list[Task], list[Task]]:
         dom = build(name, kind="domain", **d.args)
         ho = generate_split(dom, d.n_eval, cfg.tasks.eval_seed + cfg.seed, d.difficulty)
         held += ho
-        train += generate_split(dom, d.n_train, cfg.seed, d.difficulty, exclude={t.prompt[-1].content for t in ho})
+        if d.held_out:  # a held-out domain: never trained on, evaluated apart (transfer)
+            continue
+        seen = {t.prompt[-1].content for t in ho}
+        for level, n in train_levels(cfg, name):
+            part = generate_split(dom, n, cfg.seed, level, exclude=seen)
+            seen |= {t.prompt[-1].content for t in part}
+            train += part
     return train, held
+
+
+def train_levels(cfg: Any, name: str) -> list[tuple[float, int]]:
+    """(difficulty, count) pools of domain `name`'s training tasks: its own difficulty, or with a
+    curriculum that follows it (`schedule.curriculum`) n_train split evenly over the curriculum's levels."""
+    d, cur = cfg.tasks.domains[name], cfg.schedule.curriculum
+    if cur is None or name in cur.exclude or (cur.domains is not None and name not in cur.domains):
+        return [(d.difficulty, d.n_train)]
+    k = len(cur.levels)
+    return [(float(lv), d.n_train // k + (i < d.n_train % k)) for i, lv in enumerate(cur.levels)]
+
+
+def held_out_domains(cfg: Any) -> list[str]:
+    """The domains a run never trains on (`tasks.domains.X.held_out`), whose eval measures transfer."""
+    return [n for n, d in cfg.tasks.domains.items() if d.held_out]
 
 
 def _image_splits(cfg: Any) -> tuple[list[Task], list[Task]]:

@@ -6,6 +6,7 @@ from posttrain.verifiers import image_test  # noqa: F401  (registers image_test)
 from posttrain.verifiers import visual_answer  # noqa: F401  (registers the vision verifiers)
 from posttrain.verifiers import bfcl  # noqa: F401  (registers bfcl)
 from posttrain.verifiers import ifbench, math_verify  # noqa: F401  (optional packages, needed only when built)
+from posttrain.verifiers import rg_answer  # noqa: F401  (reasoning-gym's checkers, wrapped; the package is needed only when built)
 from posttrain.verifiers.base import Verifier, VerifyContext
 
 __all__ = ["Verifier", "VerifyContext"]

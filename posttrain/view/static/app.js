@@ -27,6 +27,7 @@ const PANELS = [
   ["staleness and logprob mismatch", "", k => /staleness|logprob_mismatch/.test(k)],
   ["training loss and grad norm", "", k => /^train\/(loss|grad_norm)$/.test(k)],
   ["reward-hacking detector scores", "score", k => /^detect\/.*\/score$/.test(k)],
+  ["curriculum: difficulty level per domain", "level", k => k.startsWith("sched/difficulty")],
 ];
 
 function smoothing() { return +document.getElementById("smooth").value; }
@@ -65,7 +66,7 @@ function drawCurves(container, entries) {
       const keys = [...new Set(rows.flatMap(r => Object.keys(r)))].filter(pred).sort();
       for (const k of keys) {
         const s = metricSeries(rows, k);
-        const smooth = !k.startsWith("eval/");
+        const smooth = !k.startsWith("eval/") && !k.startsWith("sched/difficulty");  // levels are steps, not noise
         series.push({label: k + e.tag, base: k, x: s.x, y: smooth ? ema(s.y, w) : s.y, raw: smooth ? s.y : null, dash: e.dash});
       }
     }

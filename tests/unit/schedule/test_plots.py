@@ -42,3 +42,11 @@ def test_moving_weights_and_a_distinct_pass_rate_are_drawn(monkeypatch, tmp_path
             for s in range(10)]
     titles = _titles(monkeypatch, rows, tmp_path)
     assert any("sampling weight" in t for t in titles) and any("pass rate" in t for t in titles)
+
+
+def test_curriculum_levels_get_a_panel_even_with_a_hundred_domains(monkeypatch, tmp_path):
+    rows = [{"step": s, "sched/dropped_frac": 0.1, "sched/difficulty_mean": 1 + s / 10,
+             **{f"sched/difficulty/rg-d{i}": 1.0 + (s + i) // 5 % 5 for i in range(100)}} for s in range(10)]
+    titles = _titles(monkeypatch, rows, tmp_path)
+    assert any(t.startswith("curriculum: difficulty level by domain (bold: mean)") for t in titles)
+    assert (tmp_path / "scheduler.png").read_bytes()[:4] == b"\x89PNG"

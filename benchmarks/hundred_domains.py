@@ -1,0 +1,156 @@
+"""A hundred reasoning-gym domains on SmolLM2-135M-Instruct: curriculum + adaptive weights vs uniform (issue 39).
+
+    .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2                 # the experiment (hours)
+    .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2 --smoke         # 3 domains, 2 steps (minutes)
+
+Both arms run `examples/hundred_domains.yaml` (92 trained rg-* domains, 10 held out, LoRA) through
+`run_quickstart` with the RL phase cut at the same wall-time budget (`--budget-s`, default 1800 s), on
+the same seeds (`--seeds`, default 0 1 2):
+- `curriculum`: `schedule.policy=learning_signal` plus the per-domain difficulty curriculum;
+- `uniform`: `schedule.policy=uniform`, no curriculum, every domain at difficulty 1 (the held-out
+  split is at difficulty 1 in both arms, so after-RL pass rates compare task by task).
+Per run it prints one JSON line: held-out pass@1 before/after (trained domains and held-out domains),
+the run's McNemar p, zero-variance group fraction (mean of `groups/dropped_frac`), RL steps, wall.
+Then the targets of issue 39, each PASS/MISS with its figures:
+- signal: the curriculum arm's zero-variance fraction < 0.4 on average;
+- lift: trained-domain mean rises >= 8 points with McNemar p < 0.01, no domain falling with Holm p < 0.05;
+- scheduler: curriculum beats uniform on the pooled paired test over seeds (exact McNemar on the
+  after-RL verdicts of the same held-out tasks, trained domains), p < 0.05;
+- transfer: the held-out domains' change (after - before) with a 95% task-bootstrap CI, pooled over seeds.
+Run on a quiet machine: the budget is wall time, so load changes how many steps an arm gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+EXAMPLE = ROOT / "examples" / "hundred_domains.yaml"
+ARMS = {"curriculum": [], "uniform": ["schedule.policy=uniform", "schedule.curriculum=null"]}
+SMOKE = ['tasks.domains={"rg-gcd": {"n_train": 6, "n_eval": 2}, "rg-spell_backward": {"n_train": 6, "n_eval": 2}, '
+         '"rg-lcm": {"n_train": 0, "n_eval": 2, "held_out": true}}',
+         'schedule.curriculum.exclude=[]', "rl.steps=2", "rl.prompts_per_step=2", "rl.group_size=2",
+         "rl.max_new_tokens=8", "eval.max_new_tokens=8", "rl.warmup_steps=0", "schedule.curriculum.min_evidence=2",
+         "schedule.curriculum.window=4"]
+
+
+def run_arm(arm: str, seed: int, model: str, out: Path, overrides: list[str], budget_s: float | None) -> dict:
+    from posttrain.config import load_config
+    from posttrain.config_check import check_config
+    from posttrain.recipes.quickstart import run_quickstart
+    from posttrain.store.run_dir import claim_run_dir
+
+    cfg = load_config(EXAMPLE, [f"model.path={model}", f"seed={seed}", *overrides, *ARMS[arm]])
+    check_config(cfg)
+    claim_run_dir(out, overwrite=True, command="benchmarks/hundred_domains.py")
+    t0 = time.perf_counter()
+    s = run_quickstart(cfg, out, rl_budget_s=budget_s)
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    zv = [r["groups/dropped_frac"] for r in rows if "groups/dropped_frac" in r]
+    g = s.get("generalisation", {})
+    return {"arm": arm, "seed": seed, "trained": g.get("trained_domains"), "held_out": g.get("held_out_domains"),
+            "before": s["before"]["pass@1"], "after": s["after"]["pass@1"], "p_value": s["p_value"],
+            "domain_p_values": s["domain_p_values"],
+            "domain_delta": {d: s["after"]["domains"][d] - b for d, b in s["before"]["domains"].items()},
+            "zero_variance_frac": sum(zv) / len(zv) if zv else None, "rl_steps": len(zv),
+            "wall_s": round(time.perf_counter() - t0, 1), "run_dir": str(out)}
+
+
+def _verdicts(run_dir: str, when: str) -> dict[str, bool]:
+    return json.loads((Path(run_dir) / f"eval_{when}.json").read_text())["passed"]
+
+
+def compare_arms(rows: list[dict]) -> dict:
+    """Pooled exact McNemar over seeds on the after-RL verdicts of the same held-out tasks (trained domains)."""
+    from posttrain.eval.stats import mcnemar_exact
+
+    b = c = n = 0
+    for seed in sorted({r["seed"] for r in rows}):
+        arm = {r["arm"]: r for r in rows if r["seed"] == seed}
+        if set(arm) != set(ARMS):
+            continue
+        cur, uni = _verdicts(arm["curriculum"]["run_dir"], "after"), _verdicts(arm["uniform"]["run_dir"], "after")
+        trained = set(arm["curriculum"]["trained"]["domains"]) if arm["curriculum"]["trained"] else None
+        dom = json.loads((Path(arm["curriculum"]["run_dir"]) / "eval_after.json").read_text())["domain_of"]
+        common = [t for t in cur if t in uni and (trained is None or dom[t] in trained)]
+        b += sum(cur[t] and not uni[t] for t in common)
+        c += sum(uni[t] and not cur[t] for t in common)
+        n += len(common)
+    return {"n_pairs": n, "curriculum_only": b, "uniform_only": c, "p_value": mcnemar_exact(b, c)}
+
+
+def transfer(rows: list[dict], arm: str) -> dict:
+    """Held-out domains' after - before, pooled over seeds, 95% bootstrap CI over (seed, task)."""
+    from posttrain.eval.stats import paired_bootstrap
+
+    before, after, clusters = [], [], []
+    for r in rows:
+        if r["arm"] != arm or not r["held_out"]:
+            continue
+        vb, va = _verdicts(r["run_dir"], "before"), _verdicts(r["run_dir"], "after")
+        dom = json.loads((Path(r["run_dir"]) / "eval_after.json").read_text())["domain_of"]
+        for t in vb:
+            if t in va and dom[t] in r["held_out"]["domains"]:
+                before.append(float(vb[t])), after.append(float(va[t])), clusters.append(f"{r['seed']}:{t}")
+    boot = paired_bootstrap(before, after, clusters, resamples=5000)
+    return {"arm": arm, "n": len(before), "delta": boot.interval.estimate,
+            "ci95": [boot.interval.low, boot.interval.high], "p_value": boot.p_value}
+
+
+def targets(rows: list[dict]) -> list[str]:
+    from posttrain.eval.stats import holm
+
+    mark = lambda ok: "PASS" if ok else "MISS"  # noqa: E731
+    cur = [r for r in rows if r["arm"] == "curriculum"]
+    out = []
+    zv = [r["zero_variance_frac"] for r in cur if r["zero_variance_frac"] is not None]
+    if zv:
+        out.append(f"{mark(sum(zv) / len(zv) < 0.4)} signal: curriculum zero-variance fraction {sum(zv) / len(zv):.3f} (< 0.4)")
+    for r in cur:
+        t = r["trained"] or {"delta": r["after"] - r["before"], "p_value": r["p_value"]}
+        ps = holm(list(r["domain_p_values"].values()))
+        falling = [d for (d, dd), p in zip(r["domain_delta"].items(), ps) if dd < 0 and p < 0.05]
+        out.append(f"{mark(t['delta'] >= 0.08 and t['p_value'] < 0.01 and not falling)} lift, seed {r['seed']}: "
+                   f"trained-domain delta {t['delta']:+.3f} (McNemar p {t['p_value']:.3g}); falling: {falling or 'none'}")
+    if {r["arm"] for r in rows} == set(ARMS):
+        cmp = compare_arms(rows)
+        better = cmp["curriculum_only"] > cmp["uniform_only"]
+        out.append(f"{mark(better and cmp['p_value'] < 0.05)} scheduler: curriculum-only passes {cmp['curriculum_only']} vs "
+                   f"uniform-only {cmp['uniform_only']} over {cmp['n_pairs']} paired tasks, pooled McNemar p {cmp['p_value']:.3g}")
+    for arm in ARMS:
+        if any(r["arm"] == arm and r["held_out"] for r in rows):
+            t = transfer(rows, arm)
+            out.append(f"INFO transfer ({arm}): held-out domains {t['delta']:+.3f} [{t['ci95'][0]:+.3f}, "
+                       f"{t['ci95'][1]:+.3f}] over {t['n']} (seed, task) pairs")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="models/smollm2")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    ap.add_argument("--budget-s", type=float, default=1800.0, help="RL wall time per run (equal for both arms)")
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "hundred_domains")
+    ap.add_argument("--smoke", action="store_true", help="3 domains, 2 RL steps, 2 held-out tasks each, one seed")
+    ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. threads=2")
+    a = ap.parse_args()
+    overrides = [*SMOKE, *a.overrides] if a.smoke else a.overrides
+    seeds, budget = ([a.seeds[0]], None) if a.smoke else (a.seeds, a.budget_s)
+    rows = []
+    for seed in seeds:
+        for arm in a.arms:
+            row = run_arm(arm, seed, a.model, a.out / f"{arm}-seed{seed}", overrides, budget)
+            rows.append(row)
+            print(json.dumps({k: v for k, v in row.items() if k not in ("domain_p_values", "domain_delta")}), flush=True)
+    for line in targets(rows):
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

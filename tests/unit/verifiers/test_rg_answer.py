@@ -1,0 +1,67 @@
+"""`rg_answer` (verifiers/rg_answer.py): reasoning-gym's checkers behind guards a hedging policy cannot pass.
+Every answer goes through the RL scoring path (`VerifierRunner`, format rule first)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from posttrain.registry import build
+from posttrain.verifiers.rg_answer import extract, form_violation
+
+pytest.importorskip("reasoning_gym")
+
+
+def _score(task, text: str) -> float:
+    from posttrain.verifiers.soundness.check import score_once
+
+    return asyncio.run(score_once(task, text, None)).score
+
+
+def _task(name: str, **args):
+    return build(name, kind="domain", **args).generate(1, 3, 1.0)[0]
+
+
+def test_exactly_one_answer_block_is_read():
+    assert extract("work <answer>42</answer>", False) == ("42", "")
+    assert extract("<answer>41</answer><answer>42</answer>", False)[0] is None
+    assert extract("42", True)[0] is None  # the prompt asked for tags
+
+
+@pytest.mark.parametrize("answer, why", [
+    ("38 48", "holds the reference answer and more"),
+    ("48 38", "holds the reference answer and more"),
+    ("38 or 40", "several candidates"),
+    ("1 2 3 4 5 6 7 8 9 10", "characters; the reference has 2"),
+    ("9**99", "'**'"),
+])
+def test_hedged_or_dangerous_answers_never_reach_the_checker(answer, why):
+    assert why in form_violation("gsm_symbolic", answer, "38")
+
+
+def test_the_oracle_passes_and_a_hedge_fails_on_a_lenient_checker():
+    task = _task("rg-gsm_symbolic")
+    assert _score(task, task.oracle) == 1.0
+    assert _score(task, f"{task.oracle} {int(task.oracle) + 10}") == 0.0
+
+
+def test_a_broken_checker_is_replaced_by_an_exact_comparison():
+    task = _task("rg-game_of_life_halting")  # its score_answer passes any non-empty text
+    other = "True" if task.oracle == "False" else "False"
+    assert _score(task, task.oracle) == 1.0 and _score(task, other) == 0.0 and _score(task, "False True") == 0.0
+
+
+def test_a_move_count_bomb_is_refused_before_the_cube_is_turned():
+    from posttrain.verifiers.soundness.check import score_once
+
+    r = asyncio.run(score_once(_task("rg-rubiks_cube"), "U9999999999", None))  # the package would expand 10^10 moves
+    assert r.score == 0.0 and "not of the form" in r.reason
+
+
+def test_partial_credit_is_not_paid():
+    task = _task("rg-mini_sudoku")
+    rows = task.oracle.splitlines()
+    first = rows[0].split()
+    first[0], first[1] = first[1], first[0]  # two cells swapped: reasoning-gym pays part of it
+    assert _score(task, "\n".join([" ".join(first), *rows[1:]])) == 0.0
