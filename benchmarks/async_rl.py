@@ -95,7 +95,7 @@ def _tools_setup(args, cache):
         _warm(model, cache and cache / "tools-recipe.pt", lambda m: asyncio.run(warm_up(m, tok, train, cfg, lambda s: None)))
     else:  # a fixed number of plan-demonstration steps
         _warm(model, cache and cache / f"tools-sft{args.sft_steps}.pt", lambda m: sft_on_demonstrations(
-            m, tok, asyncio.run(plan_demonstrations(tok, train)), steps=args.sft_steps, lr=cfg.sft.lr, batch_size=32,
+            m, tok, asyncio.run(plan_demonstrations(tok, train)), steps=args.sft_steps, optim=cfg.sft.optim, batch_size=32,
             seed=cfg.seed))
     return ov, model, tok, train, held, None
 
@@ -118,7 +118,7 @@ def run_side(domain, k, ov, model, tok, train, held, sandbox, steps, repeat=0, e
                              f"rl.partial_rollouts={str(partial).lower()}", f"rl.eval_every={eval_every}"],
                       base=base)
     if k == "0l":  # the synchronous loop at the lr rl.stale_lr=inverse gives K = 1: is it the lr alone?
-        cfg.rl.lr *= 0.5
+        cfg.rl.optim.lr *= 0.5
     if stale_lr is not None:  # --stale-lr: the K >= 1 sides' staleness-aware step size rule
         cfg.rl.stale_lr = stale_lr
     threads = torch.get_num_threads()

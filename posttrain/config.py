@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from posttrain.config_schema import (  # noqa: F401  re-exported: the sections are part of this module's API
     Section,
+    OptimConfig,
     TinyModelConfig,
     TowerPretrainConfig,
     TinyVisionConfig,
@@ -50,6 +51,7 @@ from posttrain.config_schema import (  # noqa: F401  re-exported: the sections a
     LogConfig,
     RunConfig,
 )
+from posttrain.config_schema import LEGACY_OPTIM_KEYS, move_legacy_optim_keys
 from posttrain.errors import ConfigError
 
 
@@ -106,10 +108,27 @@ def read_yaml_tree(path: str | Path) -> dict[str, Any]:
     return loaded
 
 
+def _migrate_tree(tree: dict[str, Any]) -> dict[str, Any]:
+    """One layer (preset or YAML) with the pre-`optim` keys (`rl.lr`, ...) moved under `optim`, before
+    the layers merge, so a later layer's `rl.optim.lr` still wins over an earlier layer's `rl.lr`."""
+    try:
+        return {k: move_legacy_optim_keys(k, v) if k in LEGACY_OPTIM_KEYS else v for k, v in tree.items()}
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _migrate_key(dotted: str) -> str:
+    """`rl.lr` -> `rl.optim.lr` for an override (config_schema.LEGACY_OPTIM_KEYS)."""
+    keys = dotted.split(".")
+    if len(keys) == 2 and keys[1] in LEGACY_OPTIM_KEYS.get(keys[0], {}):
+        return f"{keys[0]}.optim.{LEGACY_OPTIM_KEYS[keys[0]][keys[1]]}"
+    return dotted
+
+
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = (), base: dict | None = None) -> RunConfig:
     """Load `base` (a preset) <- YAML (optional) <- `key.sub=value` overrides, deep-merged, then
     validate. Errors name the key and the file."""
-    tree: dict[str, Any] = copy.deepcopy(base or {})
+    tree: dict[str, Any] = _migrate_tree(copy.deepcopy(base or {}))
     source = "defaults"
     if path is not None:
         source = str(path)
@@ -117,13 +136,13 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = (), b
         if isinstance(loaded.get("plugins"), list):  # relative to the YAML file, stored absolute: a resume
             loaded["plugins"] = [str((Path(path).parent / p).resolve()) if isinstance(p, str) else p
                                  for p in loaded["plugins"]]  # from another directory finds them
-        tree = deep_merge(tree, loaded)
+        tree = deep_merge(tree, _migrate_tree(loaded))
     defaults = RunConfig().model_dump(mode="json") if overrides else None
     for ov in overrides:
         if "=" not in ov:
             raise ConfigError(f"override {ov!r} must look like key.sub=value")
         k, v = ov.split("=", 1)
-        _set_dotted(tree, k.strip(), v, defaults)
+        _set_dotted(tree, _migrate_key(k.strip()), v, defaults)
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as e:

@@ -77,6 +77,9 @@ def _check_async(cfg: RunConfig) -> None:
         raise ConfigError(f"rl.max_staleness={rl.max_staleness} with cluster.staleness={cfg.cluster.staleness}: the "
                           "asynchronous loop bounds staleness itself and needs every worker on the version it pins; "
                           "set cluster.staleness=0")
+    if rl.refill_rounds > 0 and rl.max_staleness > 0:
+        raise ConfigError(f"rl.refill_rounds={rl.refill_rounds} with rl.max_staleness={rl.max_staleness}: the "
+                          "asynchronous source does not refill batches yet; set one of them to 0")
     if rl.partial_rollouts and rl.max_staleness < 1:
         raise ConfigError("rl.partial_rollouts=true needs rl.max_staleness >= 1: with K = 0 no weights arrive while "
                           "a batch generates; set rl.max_staleness=1 or rl.partial_rollouts=false")
