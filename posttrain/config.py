@@ -39,6 +39,7 @@ from posttrain.config_schema import (  # noqa: F401  re-exported: the sections a
     DPOConfig,
     InfraErrorConfig,
     OffPolicyConfig,
+    LongTailConfig,
     RLConfig,
     EngineConfig,
     SandboxConfig,

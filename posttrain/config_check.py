@@ -80,6 +80,9 @@ def _check_async(cfg: RunConfig) -> None:
     if rl.refill_rounds > 0 and rl.max_staleness > 0:
         raise ConfigError(f"rl.refill_rounds={rl.refill_rounds} with rl.max_staleness={rl.max_staleness}: the "
                           "asynchronous source does not refill batches yet; set one of them to 0")
+    if rl.longtail.enabled and (rl.max_staleness > 0 or rl.refill_rounds > 0):
+        raise ConfigError("rl.longtail.enabled=true is its own batch source: it does not combine with "
+                          f"rl.max_staleness={rl.max_staleness} or rl.refill_rounds={rl.refill_rounds}; set those to 0")
     if rl.partial_rollouts and rl.max_staleness < 1:
         raise ConfigError("rl.partial_rollouts=true needs rl.max_staleness >= 1: with K = 0 no weights arrive while "
                           "a batch generates; set rl.max_staleness=1 or rl.partial_rollouts=false")

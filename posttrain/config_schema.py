@@ -217,6 +217,19 @@ class OffPolicyConfig(Section):
     action: str = Field(default="warn", pattern="^(warn|stop)$")  # warn once per window, or stop the run (one line)
 
 
+class LongTailConfig(Section):
+    """rl.longtail: slow tasks in their own queue, so they never stall a step (train/longtail_source.py
+    over schedule/longtail.py LongTailRunner); their results join a later step or are counted dropped."""
+
+    enabled: bool = False
+    max_staleness: int = Field(default=2, ge=0)  # a late result more than this many versions old is dropped (counted)
+    short_concurrency: int = Field(default=0, ge=0)  # groups running at once in the short lane; 0 = rl.prompts_per_step
+    long_concurrency: int = Field(default=2, ge=1)  # the long lane's budget
+    long_factor: float = Field(default=3.0, gt=1.0)  # long = this many times the median group duration
+    long_threshold_s: float | None = Field(default=None, gt=0.0)  # or an absolute threshold (seconds)
+    timeout_s: float = Field(default=600.0, gt=0.0)  # a group (generate + verify) cut after this long is counted failed
+
+
 class RLConfig(Section):
     steps: int = Field(default=200, ge=0)
     prompts_per_step: int = Field(default=16, ge=1)
@@ -271,6 +284,7 @@ class RLConfig(Section):
     # groups whose rewards are all equal carry no gradient; up to N more rounds of fresh prompts replace
     # them until prompts_per_step groups carry signal (extra rollouts: refill/* in the metrics). 0 = off.
     refill_rounds: int = Field(default=0, ge=0)
+    longtail: LongTailConfig = LongTailConfig()
 
     @model_validator(mode="before")
     @classmethod

@@ -8,7 +8,7 @@
     row.update(src.after_update(st, batch, row))
     res = await src.on_engine(st, fn)         # held-out eval on the engine, wherever it runs
     extra = src.checkpoint_state(st)          # what a checkpoint must hold to resume exactly
-    src.close(st)
+    await src.close(st)
 
 The synchronous source generates and scores each step's batch when the loop asks, with the
 weights of the previous update. With `rl.refill_rounds` = R > 0 it refills the batch (DAPO
@@ -16,7 +16,8 @@ dynamic sampling, schedule/filtering.fill_batch): groups whose rewards are all e
 gradient, so up to R further rounds of fresh prompts replace them until `prompts_per_step`
 groups carry signal; the extra rollouts are counted in the row (refill/*). R = 0 keeps one
 round, as before. The asynchronous source (rollouts running ahead of the update by at most
-rl.max_staleness versions) lives in train/async_rl/source.py.
+rl.max_staleness versions) lives in train/async_rl/source.py, the long-tail source (slow tasks
+in their own queue, rl.longtail) in train/longtail_source.py.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class BatchSource(Protocol):
     async def on_engine(self, st: Any, fn: Callable[[], Awaitable[Any]]) -> Any: ...
     async def drain(self, st: Any) -> None: ...
     def checkpoint_state(self, st: Any) -> dict[str, Any]: ...
-    def close(self, st: Any) -> None: ...
+    async def close(self, st: Any) -> None: ...
 
 
 def sampling_params(st: Any, step: int) -> SamplingParams:
@@ -163,5 +164,5 @@ class SyncBatchSource:
     def checkpoint_state(self, st: Any) -> dict[str, Any]:
         return {}
 
-    def close(self, st: Any) -> None:
+    async def close(self, st: Any) -> None:
         pass

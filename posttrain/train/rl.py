@@ -42,6 +42,7 @@ from posttrain.train.batch_source import (  # noqa: F401  (group_by_task, rollou
     BatchSource, ScoredBatch, SyncBatchSource, group_by_task, rollout_batch, sampling_params)
 from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, set_rng_state
 from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
+from posttrain.train.longtail_source import LongTailBatchSource
 from posttrain.train.trainer import Trainer, default_trainer, reference_model
 from posttrain.train.update import NonFiniteLoss
 from posttrain.types import Task, Trajectory
@@ -147,8 +148,11 @@ def estimate_advantages(groups: Sequence[Sequence[Trajectory]], name: str) -> to
 
 
 def batch_source_for(cfg: RunConfig) -> BatchSource:
-    """The source the config asks for: rollouts running ahead by at most rl.max_staleness versions,
-    or (0) generated when the loop asks. Recipes build it and hand it to `train_rl`."""
+    """The source the config asks for: slow tasks in their own queue (rl.longtail.enabled), rollouts
+    running ahead by at most rl.max_staleness versions, or generated when the loop asks (the default).
+    Recipes build it and hand it to `train_rl`."""
+    if cfg.rl.longtail.enabled:
+        return LongTailBatchSource(cfg.rl.longtail)
     return AsyncBatchSource(cfg.rl.max_staleness) if cfg.rl.max_staleness > 0 else SyncBatchSource()
 
 
@@ -285,6 +289,6 @@ async def train_rl(st: RLState, source: BatchSource | None = None, on_step: Call
         kept = latest_checkpoint(st.run_dir)
         raise NonFiniteLoss(f"RL step {st.step}: {e}; run stopped, last good checkpoint kept: {kept or 'none yet'}") from None
     finally:
-        source.close(st)
+        await source.close(st)
     st.async_state = None
     return st

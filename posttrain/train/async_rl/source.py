@@ -178,7 +178,7 @@ class AsyncBatchSource:
     def checkpoint_state(self, st: Any) -> dict[str, Any]:
         return {"async": pipeline_state(self.pipe, st.cfg.rl.steps - 1)}
 
-    def close(self, st: Any) -> None:
+    async def close(self, st: Any) -> None:
         self.pipe.close()
         torch.set_num_threads(self.threads)
         if st.engine.weights_version != st.version:  # the producer left a pinned, older version installed
