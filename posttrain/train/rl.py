@@ -103,14 +103,16 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
         model, tok = load_policy(ckpt)
     engine = (engine_factory or local_engine)(cfg, model, tok)
     ts = load_trainer_state(ckpt) if ckpt is not None else None
-    trainer = (trainer_factory or default_trainer)(cfg, model, tok, reference_model(cfg, model, ts))
+    ref = reference_model(cfg, model, ts)
+    trainer = trainer_factory(cfg, model, tok, ref) if trainer_factory else default_trainer(cfg, model, tok, ref)
     del model  # the trainer holds it (sharded: the ranks do)
-    runner = runner or VerifierRunner(sandbox, concurrency=verify_concurrency(cfg), retries=cfg.sandbox.retries,
+    guard = InfraErrorGuard(cfg.rl.infra_error, sandbox)
+    concurrency = verify_concurrency(cfg)
+    runner = runner or VerifierRunner(sandbox, concurrency=concurrency, retries=cfg.sandbox.retries,
                                       format_weight=cfg.rl.format_weight)
     st = RLState(cfg, run_dir, tok, engine, trainer, sched, runner,
                  TrajectoryStore(run_dir / "trajectories.sqlite", background=True), run_metrics(cfg, run_dir, "rl"),
-                 list(train_tasks), list(eval_tasks))
-    st.infra_guard = InfraErrorGuard(cfg.rl.infra_error, sandbox)
+                 list(train_tasks), list(eval_tasks), infra_guard=guard)
     if ts is not None:
         st.trainer.restore(ckpt, ts)
         st.scheduler.load_state_dict(ts["scheduler"])

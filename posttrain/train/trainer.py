@@ -1,7 +1,7 @@
 """What holds the RL policy: a `Trainer` owns the model, the optimizer and its LR schedule, the
 update, weight sync to the engine, and its share of a checkpoint.
 
-    trainer = LocalTrainer.build(cfg, model, ref)       # this process (train/sharded/trainer.py: N ranks)
+    trainer = default_trainer(cfg, model, tok, ref)     # here, or sharded over N ranks (train/sharded/trainer.py)
     stats = trainer.update(trajs, adv)                   # one clipped policy-gradient update, lr schedule stepped
     sync_row = trainer.push_weights(engine, version)     # the engine holds the new weights as `version`
     trainer.save(run_dir, step, tok, state, keep)        # step-N/ (+ DCP shards when sharded)
@@ -35,7 +35,8 @@ class Trainer(Protocol):
 
 
 class LocalTrainer:
-    """The policy, its optimizer and its KL reference in this process."""
+    """The policy (through lora.prepare_model: LoRA, gradient checkpointing), its optimizer and its
+    KL reference, in this process."""
 
     def __init__(self, cfg: Any, model: Any, ref_model: Any, pad_id: int) -> None:
         from posttrain.train.lora import trainable_parameters
@@ -43,12 +44,6 @@ class LocalTrainer:
         self.cfg, self.model, self.ref_model, self.pad_id = cfg, model, ref_model, pad_id
         self.opt = build_optimizer(trainable_parameters(model), cfg.rl.optim)
         self.lr_sched = build_schedule(self.opt, cfg.rl.optim, cfg.rl.steps)
-
-    @classmethod
-    def build(cls, cfg: Any, model: Any, tok: Any, ref: Any) -> "LocalTrainer":
-        from posttrain.train.lora import prepare_model
-
-        return cls(cfg, prepare_model(model, cfg.trainer), ref, tok.pad_token_id)  # LoRA / checkpointing
 
     def update(self, trajs: Sequence[Trajectory], adv: torch.Tensor, correction: Any = None,
                lr_scale: float = 1.0) -> dict[str, float]:
@@ -119,10 +114,11 @@ def reference_model(cfg: Any, model: Any, ts: dict | None) -> Any:
 
 def default_trainer(cfg: Any, model: Any, tok: Any, ref: Any) -> Trainer:
     """Sharded over the ranks on rank 0 of a multi-process job (trainer.world_size > 1), else here."""
+    from posttrain.train.lora import prepare_model
     from posttrain.train.sharded.session import active as sharded_active
 
-    if sharded_active():
-        from posttrain.train.sharded.trainer import ShardedTrainer
+    if not sharded_active():
+        return LocalTrainer(cfg, prepare_model(model, cfg.trainer), ref, tok.pad_token_id)
+    from posttrain.train.sharded.trainer import ShardedTrainer
 
-        return ShardedTrainer.start(cfg, model, tok, ref)
-    return LocalTrainer.build(cfg, model, tok, ref)
+    return ShardedTrainer.start(cfg, model, tok, ref)
