@@ -16,7 +16,7 @@ shared), so the repeats are independent RL runs.
 
 `--ks 0,0h,0l,1,2`: `0l` is K = 0 at half the learning rate (the lr rl.stale_lr=inverse gives the
 K = 1 side), which separates the step size from the staleness. `0h` is K = 0 with half the torch threads, the thread count each side of
-the asynchronous loop gets (train/async_rl/loop.py), which separates the overlap from the
+the asynchronous loop gets (train/async_rl/source.py), which separates the overlap from the
 thread count. `1p`, `2p`: K = 1 or 2 with rl.partial_rollouts (the engine takes the trainer's
 new weights between decode steps of a batch in flight, docs/async_rl.md).
 

@@ -169,6 +169,7 @@ def check_sharded(cfg: RunConfig) -> None:
         raise ConfigError(f"trainer.tp={t.tp} must divide the world size {world}")
     unsupported = {"trainer.lora": t.lora is not None, "model.vision": cfg.model.vision is not None,
                    "rl.max_staleness >= 1 (its off-policy correction)": cfg.rl.max_staleness >= 1,
+                   "rl.longtail.enabled (its staleness lr scale)": cfg.rl.longtail.enabled,
                    "sft.eval_every": bool(cfg.sft.eval_every), "dpo.eval_every": bool(cfg.dpo.eval_every)}
     bad = [k for k, v in unsupported.items() if v]
     if bad:

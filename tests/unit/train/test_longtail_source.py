@@ -100,3 +100,11 @@ def test_the_long_queue_is_its_own_source_and_refuses_the_others_at_load():
 
     with pytest.raises(ConfigError, match="rl.longtail.enabled=true is its own batch source"):
         check_config(load_config(None, ["rl.longtail.enabled=true", "rl.max_staleness=1"]))
+
+
+def test_the_sharded_trainer_refuses_the_long_queue_at_load():
+    from posttrain.config_check import check_config
+    from posttrain.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="rl.longtail.enabled .* not supported by the sharded trainer"):
+        check_config(load_config(None, ["rl.longtail.enabled=true", "trainer.world_size=2"]))
