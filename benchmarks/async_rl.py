@@ -16,7 +16,7 @@ shared), so the repeats are independent RL runs.
 
 `--ks 0,0h,0l,1,2`: `0l` is K = 0 at half the learning rate (the lr rl.stale_lr=inverse gives the
 K = 1 side), which separates the step size from the staleness. `0h` is K = 0 with half the torch threads, the thread count each side of
-the asynchronous loop gets (train/async_rl/loop.py), which separates the overlap from the
+the asynchronous loop gets (train/async_rl/source.py), which separates the overlap from the
 thread count. `1p`, `2p`: K = 1 or 2 with rl.partial_rollouts (the engine takes the trainer's
 new weights between decode steps of a batch in flight, docs/async_rl.md).
 
@@ -95,7 +95,7 @@ def _tools_setup(args, cache):
         _warm(model, cache and cache / "tools-recipe.pt", lambda m: asyncio.run(warm_up(m, tok, train, cfg, lambda s: None)))
     else:  # a fixed number of plan-demonstration steps
         _warm(model, cache and cache / f"tools-sft{args.sft_steps}.pt", lambda m: sft_on_demonstrations(
-            m, tok, asyncio.run(plan_demonstrations(tok, train)), steps=args.sft_steps, lr=cfg.sft.lr, batch_size=32,
+            m, tok, asyncio.run(plan_demonstrations(tok, train)), steps=args.sft_steps, optim=cfg.sft.optim, batch_size=32,
             seed=cfg.seed))
     return ov, model, tok, train, held, None
 
@@ -118,7 +118,7 @@ def run_side(domain, k, ov, model, tok, train, held, sandbox, steps, repeat=0, e
                              f"rl.partial_rollouts={str(partial).lower()}", f"rl.eval_every={eval_every}"],
                       base=base)
     if k == "0l":  # the synchronous loop at the lr rl.stale_lr=inverse gives K = 1: is it the lr alone?
-        cfg.rl.lr *= 0.5
+        cfg.rl.optim.lr *= 0.5
     if stale_lr is not None:  # --stale-lr: the K >= 1 sides' staleness-aware step size rule
         cfg.rl.stale_lr = stale_lr
     threads = torch.get_num_threads()

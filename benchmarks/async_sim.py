@@ -7,7 +7,8 @@ give a rollout time (generate + verify) and a trainer time (update + sync) for e
 The model: a batch is max(P, N) groups (it grows with the cluster, so every worker has a
 group; rollout work and trainer time grow with it); each group is one job of cost
 rollout_s / P (rollout_s drawn from the measured steps) times a log-normal straggler factor
-(sigma = --sigma, mean 1); N workers take jobs in batch order, each as soon as it is free and the batch may start. Batch s
+(sigma = --sigma, mean 1); N workers (the RL loop's own queue, schedule/longtail.py's
+LongTailRunner with one lane of N slots, on virtual time: `simulate_queue`) take jobs in batch order, each as soon as it is free and the batch may start. Batch s
 is pinned to weights version s - K (train/async_rl/pipeline.py), so it may start once the
 trainer has finished step s - K - 1; the trainer runs step s once batch s is complete. K = 0 is
 the synchronous loop.
@@ -53,6 +54,67 @@ def simulate(n_workers: int, k: int, steps: int, rollout_s: list[float], train_s
     return trainer_free / steps
 
 
+def simulate_queue(n_workers: int, k: int, steps: int, rollout_s: list[float], train_s: float, groups: int,
+                   sigma: float, seed: int = 0) -> float:
+    """`simulate` with the workers played by the RL loop's own queue: posttrain.schedule.longtail's
+    LongTailRunner (one lane of `n_workers` slots, as train/longtail_source.py runs it), on virtual
+    time (schedule/simclock.py). The same draws in the same order, so the same seconds per step as
+    the heap model (tests/unit/schedule/test_async_sim_queue.py holds them together)."""
+    import asyncio
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from posttrain.schedule.longtail import Job, LongTailRunner
+    from posttrain.schedule.simclock import run_virtual
+
+    rng = random.Random(seed)
+    mu = -sigma * sigma / 2
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        runner = LongTailRunner(lambda job: asyncio.sleep(job.payload), route=False, short_concurrency=n_workers,
+                                timeout_s=1e12, max_retries=0)
+        published = {s: asyncio.Event() for s in range(steps + 1)}  # version -> the trainer published it
+        published[0].set()
+        left: dict[int, int] = {}  # batch -> groups not finished yet
+        batch_done = {s: asyncio.Event() for s in range(steps)}
+        submitted = asyncio.Event()
+
+        async def produce() -> None:
+            for s in range(steps):
+                await published[max(0, s - k)].wait()  # batch s may start once version s - k exists
+                per_group = rng.choice(rollout_s) / groups
+                left[s] = groups
+                for _ in range(groups):
+                    runner.submit(Job(str(s), "sim", payload=per_group * rng.lognormvariate(mu, sigma)), version=s)
+                submitted.set()
+
+        async def deliver() -> None:
+            while True:
+                outs = await runner.collect(1)
+                if not outs:  # nothing in flight: wait for the next batch
+                    submitted.clear()
+                    await submitted.wait()
+                for o in outs:
+                    s = int(o.job.key)
+                    left[s] -= 1
+                    if left[s] == 0:
+                        batch_done[s].set()
+
+        producer, delivery = loop.create_task(produce()), loop.create_task(deliver())
+        for s in range(steps):
+            await batch_done[s].wait()
+            await asyncio.sleep(train_s)  # the update
+            published[s + 1].set()
+        end = loop.time()
+        producer.cancel()
+        delivery.cancel()
+        await runner.close()
+        return end / steps
+
+    return run_virtual(main())
+
+
 def bound(n_workers: int, r: float, u: float) -> float:
     """(R/N + U) / max(R/N, U): sync does rollout then update; perfect overlap does the longer one."""
     return (r / n_workers + u) / max(r / n_workers, u)
@@ -79,7 +141,8 @@ def main() -> None:
         for n in (1, 8, 64):
             groups = max(p, n)  # the batch grows with the cluster (a group per worker at least)
             scale = groups / p  # rollout work and trainer time scale with the batch
-            per = {k: simulate(n, k, args.steps, [x * scale for x in roll], u * scale, groups, args.sigma) for k in ks}
+            per = {k: simulate_queue(n, k, args.steps, [x * scale for x in roll], u * scale, groups, args.sigma)
+                   for k in ks}  # the loop's queue (LongTailRunner); `simulate` (the heap model) gives the same
             row = {"domain": side["domain"], "N": n, "groups": groups, "step_s": per,
                    "speedup": {k: per[0] / per[k] for k in ks}, "bound": bound(n, r * scale, u * scale)}
             out.append(row)

@@ -111,7 +111,10 @@ def main() -> None:
     print(f"ctx {args.ctx}, chunk budget {budget} tokens, short haystacks {short_len // 4}-{short_len} chars, "
           f"held-out docs {long_len} chars; SFT rows {len(seqs)} of {len(rows)}", flush=True)
 
-    train_sequences(model, tok.pad_token_id, seqs, args.sft_steps, args.sft_lr, 32, 20, args.seed,
+    from posttrain.config import OptimConfig
+
+    optim = OptimConfig(lr=args.sft_lr, warmup=20, schedule="cosine")
+    train_sequences(model, tok.pad_token_id, seqs, args.sft_steps, optim, 32, args.seed,
                     on_step=lambda step, loss: (step + 1) % 100 or print(f"SFT step {step + 1}: loss {loss:.3f}",
                                                                         flush=True))
     t_sft = time.perf_counter() - t0

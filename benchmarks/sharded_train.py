@@ -73,7 +73,7 @@ def plain(args) -> dict:
 
 def rank_job(out: str, tp: int, args) -> int:
     """One rank of a sharded configuration (run by launch.run_ranks)."""
-    from posttrain.config import TrainerConfig
+    from posttrain.config import OptimConfig, TrainerConfig
     from posttrain.parallel.mesh import init_group
 
     init_group(120)
@@ -88,7 +88,7 @@ def rank_job(out: str, tp: int, args) -> int:
 
     model, tok, items = model_and_items(args.hidden, args.layers)
     tcfg = TrainerConfig(tp=tp, mixed_precision="fp32", timeout_s=120)
-    sh = ShardedSession.start(model, tcfg, {"lr": 1e-3}, tok.pad_token_id)
+    sh = ShardedSession.start(model, tcfg, OptimConfig(lr=1e-3, weight_decay=0.01), tok.pad_token_id)
     sh.driver.call("set_options", {"account": False})
     cfg = sft_cfg(args)
     times: list[float] = []

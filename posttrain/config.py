@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from posttrain.config_schema import (  # noqa: F401  re-exported: the sections are part of this module's API
     Section,
+    OptimConfig,
     TinyModelConfig,
     TowerPretrainConfig,
     TinyVisionConfig,
@@ -38,6 +39,7 @@ from posttrain.config_schema import (  # noqa: F401  re-exported: the sections a
     DPOConfig,
     InfraErrorConfig,
     OffPolicyConfig,
+    LongTailConfig,
     RLConfig,
     EngineConfig,
     SandboxConfig,
@@ -50,6 +52,7 @@ from posttrain.config_schema import (  # noqa: F401  re-exported: the sections a
     LogConfig,
     RunConfig,
 )
+from posttrain.config_schema import LEGACY_OPTIM_KEYS, move_legacy_optim_keys
 from posttrain.errors import ConfigError
 
 
@@ -161,21 +164,38 @@ def _resolve_paths(loaded: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
+def _migrate_tree(tree: dict[str, Any]) -> dict[str, Any]:
+    """One layer (preset or YAML) with the pre-`optim` keys (`rl.lr`, ...) moved under `optim`, before
+    the layers merge, so a later layer's `rl.optim.lr` still wins over an earlier layer's `rl.lr`."""
+    try:
+        return {k: move_legacy_optim_keys(k, v) if k in LEGACY_OPTIM_KEYS else v for k, v in tree.items()}
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _migrate_key(dotted: str) -> str:
+    """`rl.lr` -> `rl.optim.lr` for an override (config_schema.LEGACY_OPTIM_KEYS)."""
+    keys = dotted.split(".")
+    if len(keys) == 2 and keys[1] in LEGACY_OPTIM_KEYS.get(keys[0], {}):
+        return f"{keys[0]}.optim.{LEGACY_OPTIM_KEYS[keys[0]][keys[1]]}"
+    return dotted
+
+
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = (), base: dict | None = None) -> RunConfig:
     """Load `base` (a preset) <- YAML (optional) <- `key.sub=value` overrides, deep-merged, then
     validate. Errors name the key and the file."""
-    tree: dict[str, Any] = copy.deepcopy(base or {})
+    tree: dict[str, Any] = _migrate_tree(copy.deepcopy(base or {}))
     source = "defaults"
     if path is not None:
         source = str(path)
         loaded = read_yaml_tree(path)
-        tree = deep_merge(tree, _resolve_paths(loaded, Path(path).parent))
+        tree = deep_merge(tree, _migrate_tree(_resolve_paths(loaded, Path(path).parent)))
     defaults = RunConfig().model_dump(mode="json") if overrides else None
     for ov in overrides:
         if "=" not in ov:
             raise ConfigError(f"override {ov!r} must look like key.sub=value")
         k, v = ov.split("=", 1)
-        _set_dotted(tree, k.strip(), v, defaults)
+        _set_dotted(tree, _migrate_key(k.strip()), v, defaults)
     files = (tree.get("tasks") or {}).get("files") if isinstance(tree.get("tasks"), dict) else None
     if isinstance(files, list):  # an override's paths are the current directory's: stored absolute for a resume
         tree["tasks"]["files"] = [str(Path(f).resolve()) if isinstance(f, str) else f for f in files]

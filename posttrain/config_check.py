@@ -86,6 +86,12 @@ def _check_async(cfg: RunConfig) -> None:
         raise ConfigError(f"rl.max_staleness={rl.max_staleness} with cluster.staleness={cfg.cluster.staleness}: the "
                           "asynchronous loop bounds staleness itself and needs every worker on the version it pins; "
                           "set cluster.staleness=0")
+    if rl.refill_rounds > 0 and rl.max_staleness > 0:
+        raise ConfigError(f"rl.refill_rounds={rl.refill_rounds} with rl.max_staleness={rl.max_staleness}: the "
+                          "asynchronous source does not refill batches yet; set one of them to 0")
+    if rl.longtail.enabled and (rl.max_staleness > 0 or rl.refill_rounds > 0):
+        raise ConfigError("rl.longtail.enabled=true is its own batch source: it does not combine with "
+                          f"rl.max_staleness={rl.max_staleness} or rl.refill_rounds={rl.refill_rounds}; set those to 0")
     if rl.partial_rollouts and rl.max_staleness < 1:
         raise ConfigError("rl.partial_rollouts=true needs rl.max_staleness >= 1: with K = 0 no weights arrive while "
                           "a batch generates; set rl.max_staleness=1 or rl.partial_rollouts=false")
@@ -247,6 +253,7 @@ def check_sharded(cfg: RunConfig) -> None:
         raise ConfigError(f"trainer.tp={t.tp} must divide the world size {world}")
     unsupported = {"trainer.lora": t.lora is not None, "model.vision": cfg.model.vision is not None,
                    "rl.max_staleness >= 1 (its off-policy correction)": cfg.rl.max_staleness >= 1,
+                   "rl.longtail.enabled (its staleness lr scale)": cfg.rl.longtail.enabled,
                    "sft.eval_every": bool(cfg.sft.eval_every), "dpo.eval_every": bool(cfg.dpo.eval_every)}
     bad = [k for k, v in unsupported.items() if v]
     if bad:

@@ -8,11 +8,68 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from typing_extensions import Annotated
 
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class OptimConfig(Section):
+    """One trainer's optimizer and LR schedule (posttrain/train/optim.py builds both). Each phase
+    has its own (`rl.optim`, `sft.optim`, `dpo.optim`) with its own defaults (OPTIM_DEFAULTS): a
+    partial section (`rl.optim.lr=1e-4`) keeps the phase's other defaults."""
+
+    name: Literal["adamw"] = "adamw"
+    lr: float = Field(default=1e-4, gt=0.0)
+    betas: tuple[Annotated[float, Field(ge=0.0, lt=1.0)], Annotated[float, Field(ge=0.0, lt=1.0)]] = (0.9, 0.999)
+    eps: float = Field(default=1e-8, gt=0.0)
+    weight_decay: float = Field(default=0.0, ge=0.0)
+    schedule: Literal["constant", "cosine"] = "constant"  # after the warm-up: flat, or cosine down to 10% of lr
+    warmup: int = Field(default=0, ge=0)  # steps of linear warm-up from lr/warmup to lr
+
+
+# Each phase's optimizer defaults. RL keeps betas (0.9, 0.99), the values every recorded RL result
+# was measured with (docs/training.md "Optimizer"); SFT and DPO keep torch's (0.9, 0.999), and DPO
+# torch AdamW's default weight decay 0.01, which its one-process loop always had.
+OPTIM_DEFAULTS: dict[str, dict[str, Any]] = {
+    "rl": {"lr": 3e-5, "betas": (0.9, 0.99), "schedule": "constant", "warmup": 20},
+    "sft": {"lr": 3e-3, "betas": (0.9, 0.999), "schedule": "cosine", "warmup": 10},
+    "dpo": {"lr": 1e-4, "betas": (0.9, 0.999), "weight_decay": 0.01, "schedule": "cosine", "warmup": 5},
+}
+# The keys before `optim` existed, still read (config.py renames them in YAML trees and overrides).
+LEGACY_OPTIM_KEYS: dict[str, dict[str, str]] = {
+    "rl": {"lr": "lr", "warmup_steps": "warmup"},
+    "sft": {"lr": "lr", "warmup_steps": "warmup", "weight_decay": "weight_decay"},
+    "dpo": {"lr": "lr", "warmup_steps": "warmup"},
+}
+
+
+def _phase_optim(phase: str) -> Any:
+    """The `optim` field of `phase`: a given mapping is laid over the phase's defaults."""
+    def merge(v: Any) -> Any:
+        if isinstance(v, OptimConfig):
+            return v
+        return {**OPTIM_DEFAULTS[phase], **(v or {})} if isinstance(v, dict) else v
+    return Field(default_factory=lambda: OptimConfig(**OPTIM_DEFAULTS[phase])), BeforeValidator(merge)
+
+
+def move_legacy_optim_keys(phase: str, data: Any) -> Any:
+    """`rl.lr` -> `rl.optim.lr` (and the other LEGACY_OPTIM_KEYS) in one section's raw mapping;
+    a key given both ways with different values is an error naming both."""
+    if not isinstance(data, dict) or not any(k in data for k in LEGACY_OPTIM_KEYS[phase]):
+        return data
+    data, optim = dict(data), dict(data.get("optim") or {})
+    for old, new in LEGACY_OPTIM_KEYS[phase].items():
+        if old in data:
+            value = data.pop(old)
+            if new in optim and optim[new] != value:
+                raise ValueError(f"{phase}.{old}={value!r} and {phase}.optim.{new}={optim[new]!r} disagree; "
+                                 f"set {phase}.optim.{new} only")
+            optim[new] = value
+    data["optim"] = optim
+    return data
 
 
 class TinyModelConfig(Section):
@@ -79,21 +136,24 @@ class TasksConfig(Section):
 
 class SFTConfig(Section):
     steps: int = Field(default=600, ge=0)
-    lr: float = Field(default=3e-3, gt=0.0)
+    optim: Annotated[OptimConfig, *_phase_optim("sft")]  # lr 3e-3, cosine, 10 warm-up steps (was sft.lr, ...)
     batch_size: int = Field(default=64, ge=1)
-    warmup_steps: int = Field(default=10, ge=0)
     # Quickstart warm-up only: stop once greedy pass@1 on a validation sample of the RL task
     # pool (never the held-out split), mean over domains, reaches this; None = run all steps.
     stop_at_pass: float | None = Field(default=None, gt=0.0, le=1.0)
     check_every: int = Field(default=50, ge=1)  # SFT steps between validation checks
     val_per_domain: int = Field(default=100, ge=1)  # validation tasks per domain
-    weight_decay: float = Field(default=0.0, ge=0.0)
     max_len: int = Field(default=128, ge=2)
     eval_every: int = Field(default=0, ge=0)
     data: str | None = None  # JSONL of chat examples; None -> oracle demonstrations
     pack: bool = False
     eval_data: str | None = None  # JSONL held out for eval loss; None -> eval_frac of `data`
     eval_frac: float = 0.1
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_optim_keys(cls, data: Any) -> Any:
+        return move_legacy_optim_keys("sft", data)
 
 
 class LoraConfig(Section):
@@ -125,15 +185,19 @@ class DPOConfig(Section):
     loss: str = "sigmoid"  # a `dpo_loss` registry name: sigmoid | ipo
     beta: float = Field(default=0.1, gt=0.0)
     steps: int = Field(default=100, ge=0)
-    lr: float = Field(default=1e-4, gt=0.0)
+    optim: Annotated[OptimConfig, *_phase_optim("dpo")]  # lr 1e-4, cosine, 5 warm-up steps (was dpo.lr, ...)
     batch_size: int = Field(default=16, ge=1)
     max_len: int = Field(default=256, ge=2)
-    warmup_steps: int = Field(default=5, ge=0)
     data: str | None = None  # JSONL pairs {prompt|messages, chosen, rejected}
     from_run: str | None = None  # or: build pairs from this run's trajectories.sqlite
     min_reward_gap: float = Field(default=0.5, ge=0.0)
     eval_every: int = Field(default=0, ge=0)
     eval_frac: float = Field(default=0.1, ge=0.0, lt=1.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_optim_keys(cls, data: Any) -> Any:
+        return move_legacy_optim_keys("dpo", data)
 
 
 class InfraErrorConfig(Section):
@@ -154,13 +218,26 @@ class OffPolicyConfig(Section):
     action: str = Field(default="warn", pattern="^(warn|stop)$")  # warn once per window, or stop the run (one line)
 
 
+class LongTailConfig(Section):
+    """rl.longtail: slow tasks in their own queue, so they never stall a step (train/longtail_source.py
+    over schedule/longtail.py LongTailRunner); their results join a later step or are counted dropped."""
+
+    enabled: bool = False
+    max_staleness: int = Field(default=2, ge=0)  # a late result more than this many versions old is dropped (counted)
+    short_concurrency: int = Field(default=0, ge=0)  # groups running at once in the short lane; 0 = rl.prompts_per_step
+    long_concurrency: int = Field(default=2, ge=1)  # the long lane's budget
+    long_factor: float = Field(default=3.0, gt=1.0)  # long = this many times the median group duration
+    long_threshold_s: float | None = Field(default=None, gt=0.0)  # or an absolute threshold (seconds)
+    timeout_s: float = Field(default=600.0, gt=0.0)  # a group (generate + verify) cut after this long is counted failed
+
+
 class RLConfig(Section):
     steps: int = Field(default=200, ge=0)
     prompts_per_step: int = Field(default=16, ge=1)
     group_size: int = Field(default=8, ge=1)
-    # benchmarks/vs_trl.py: 3e-5..1e-4 lifts both TRL and us; >= 5e-4 collapses both
-    lr: float = Field(default=3e-5, gt=0.0)
-    warmup_steps: int = Field(default=20, ge=0)  # linear LR warm-up: Adam's first steps are sign-like and large
+    # lr 3e-5 (benchmarks/vs_trl.py: 3e-5..1e-4 lifts both TRL and us; >= 5e-4 collapses both), betas
+    # (0.9, 0.99), constant after 20 warm-up steps (Adam's first steps are sign-like and large). Was rl.lr, rl.warmup_steps.
+    optim: Annotated[OptimConfig, *_phase_optim("rl")]
     loss: str = "dapo"  # a `loss` registry name
     # Extra keyword arguments of the loss (e.g. {clip_eps: 3e-4} for gspo). Clip ranges left
     # unset here and in clip_eps/clip_eps_high take the loss's own defaults.
@@ -199,11 +276,21 @@ class RLConfig(Section):
     max_staleness: int = 0
     partial_rollouts: bool = False  # a sequence in flight continues under new weights (needs an engine that can)
     offpolicy: OffPolicyConfig = OffPolicyConfig()
-    # Staleness-aware step size (K >= 1; train/async_rl/loop.py STALE_LR): "inverse" multiplies each
+    # Staleness-aware step size (K >= 1; train/async_rl/source.py STALE_LR): "inverse" multiplies each
     # update's lr by 1 / (1 + a), a = the mean age in versions of the tokens it trains on (staleness-aware
     # async SGD), so a gradient from older weights takes a smaller step; "none" keeps rl.lr. Adam is
     # invariant to the loss's scale, so it is the lr that must shrink, not the loss.
     stale_lr: Literal["inverse", "none"] = "inverse"
+    # Zero-variance refill (DAPO dynamic sampling; train/batch_source.py, schedule/filtering.fill_batch):
+    # groups whose rewards are all equal carry no gradient; up to N more rounds of fresh prompts replace
+    # them until prompts_per_step groups carry signal (extra rollouts: refill/* in the metrics). 0 = off.
+    refill_rounds: int = Field(default=0, ge=0)
+    longtail: LongTailConfig = LongTailConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_optim_keys(cls, data: Any) -> Any:
+        return move_legacy_optim_keys("rl", data)
 
     def loss_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for the loss: clip ranges that are set, then `loss_args` (wins)."""

@@ -47,7 +47,6 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "sharded_trainer": ("posttrain.train.sharded.loops",),  # sft/dpo phases at world size N (rank 0)
     "recipe": tuple(f"posttrain.recipes.{m}" for m in ("quickstart", "vision", "agent", "sft", "dpo")),  # pipeline.py
     "agent_proxy": ("posttrain.serve.proxy_host",),  # rollout/agent/external.py; serve sits above rollout
-    "rl_loop": ("posttrain.train.async_rl.loop",),  # rl.max_staleness > 0; looked up by name: async_rl imports rl
     "launcher": ("posttrain.parallel.launch", "posttrain.distributed.trainer_group"),  # trainer.launcher=ray: ranks 1..N-1 on the cluster
 }
 

@@ -7,7 +7,7 @@
 
 A DCP directory holds {"model", "optim"} keyed by parameter names (FQNs), so the layout
 does not depend on the mesh: 2 ranks' shards load into 1 process or 4. The RL checkpoint
-(train/sharded/rl_hooks.py, `save`) writes the DCP directory next to `checkpoints/step-N/`,
+(train/sharded/trainer.py, `ShardedTrainer.save`) writes the DCP directory next to `checkpoints/step-N/`,
 then the usual atomic, manifested `step-N/` (HF weights gathered on rank 0, trainer state
 naming its DCP directory), so resume sees a step only once both are complete: no duplicated
 or missing steps. A checkpoint of a one-process run (a torch optimizer state) loads into a sharded

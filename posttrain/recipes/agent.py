@@ -46,7 +46,7 @@ async def warm_up(model: Any, tok: Any, train: list[Any], cfg: RunConfig, log: L
     val = train[:r.val_tasks]
     demos = await plan_demonstrations(tok, reread_tasks(train, r.reread, cfg.seed))
     if r.stop_at is None:
-        losses = sft_on_demonstrations(model, tok, demos, steps=cfg.sft.steps, lr=cfg.sft.lr, batch_size=32,
+        losses = sft_on_demonstrations(model, tok, demos, steps=cfg.sft.steps, optim=cfg.sft.optim, batch_size=32,
                                        seed=cfg.seed)
     else:
         losses = await sft_until(model, tok, demos, val, cfg, log)

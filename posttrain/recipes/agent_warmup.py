@@ -46,7 +46,7 @@ async def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[An
             log(f"SFT restart {attempt}: no validation task solved by step {r.restart_after}; "
                 f"new initialisation (seed {cfg.seed + 1000 * attempt})")
         model.train()
-        loop = SupervisedLoop(model, tok.pad_token_id, demos, s.steps, s.lr, 32, 10, cfg.seed + attempt)
+        loop = SupervisedLoop(model, tok.pad_token_id, demos, s.steps, s.optim, 32, cfg.seed + attempt)
         best = 0.0
         for step in range(s.steps):
             loop.step()
@@ -79,7 +79,8 @@ async def habits_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence
 
     r = cfg.agent.recipe
     lo, hi = r.habit_stop_band
-    loop = SupervisedLoop(model, tok.pad_token_id, demos, r.habit_steps, r.habit_lr, 32, 5, cfg.seed + 1)
+    loop = SupervisedLoop(model, tok.pad_token_id, demos, r.habit_steps,
+                          cfg.sft.optim.model_copy(update={"lr": r.habit_lr, "warmup": 5}), 32, cfg.seed + 1)
     for step in range(r.habit_steps):
         loop.step()
         if (step + 1) % r.check_every == 0:

@@ -22,7 +22,8 @@ def cluster_engine_factory(cfg: Any) -> Callable[[Any, Any, Any], Any] | None:
 
 
 def run_sandbox(cfg: Any, sandbox: Any = None) -> Any:
-    """`sandbox` if given, else one pool per Ray node (cluster runs) or the local default pool."""
+    """`sandbox` if given, else one pool per Ray node (cluster runs), else a local pool of
+    sandbox.concurrency slots (0: the process-wide pool, one slot per core)."""
     if sandbox is not None:
         return sandbox
     if cfg.cluster.address:
@@ -30,5 +31,6 @@ def run_sandbox(cfg: Any, sandbox: Any = None) -> Any:
 
         return remote_sandbox(cfg)
     from posttrain.sandbox import default_sandbox
+    from posttrain.sandbox.pool import SandboxPool
 
-    return default_sandbox()
+    return SandboxPool(concurrency=cfg.sandbox.concurrency) if cfg.sandbox.concurrency else default_sandbox()

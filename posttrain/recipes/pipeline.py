@@ -45,7 +45,7 @@ class RunContext:
     budget_s: float | None = None  # RL ends after this many seconds (equal-wall-time comparisons)
     splits: Splits | None = None
     sandbox: Any = None
-    runner: Any = None  # VerifierRunner over `sandbox`
+    runner: Any = None  # the run's one VerifierRunner over `sandbox`: eval "before", RL and eval "after" share it
     model: Any = None
     tok: Any = None
     state: Any = None  # train/rl.py RLState, once a stage asked for it
@@ -61,7 +61,8 @@ class RunContext:
             assert self.splits is not None
             self.state = build_state(self.cfg, self.run_dir, self.model, self.tok,
                                      self.splits.rl if tasks is None else tasks, self.splits.held_out,
-                                     self.sandbox, resume=self.resume, engine_factory=engine_factory)
+                                     self.sandbox, resume=self.resume, engine_factory=engine_factory,
+                                     runner=self.runner)
         return self.state
 
     @contextlib.contextmanager
@@ -139,15 +140,18 @@ async def _run(r: Recipe, ctx: RunContext, title: str) -> dict:
         ctx.splits = r.splits(cfg)  # first: it refuses repeated task ids before anything is written
     run_dir.mkdir(parents=True, exist_ok=True)
     dump_config(cfg, run_dir / "config.yaml")
+    given = ctx.sandbox
     if r.sandboxed:
         from posttrain.recipes.cluster import run_sandbox
 
         ctx.sandbox = run_sandbox(cfg, ctx.sandbox)  # one pool per Ray node for cluster runs
     if ctx.splits is not None:
         pin_splits(ctx.splits, run_dir)  # replay, postmortem and eval read these exact tasks back
+        from posttrain.train.rl import verify_concurrency
         from posttrain.verifiers.run import VerifierRunner
 
-        ctx.runner = VerifierRunner(ctx.sandbox, concurrency=4, retries=cfg.sandbox.retries)
+        ctx.runner = VerifierRunner(ctx.sandbox, concurrency=verify_concurrency(cfg), retries=cfg.sandbox.retries,
+                                    format_weight=cfg.rl.format_weight)  # evals read `passed`, never the reward
     try:
         with ctx.phase("base"):
             ctx.model, ctx.tok = await r.base(ctx)
@@ -171,6 +175,8 @@ async def _run(r: Recipe, ctx: RunContext, title: str) -> dict:
         if ctx.state is not None:
             ctx.state.metrics.close()
             ctx.state.store.close()
+        if ctx.sandbox is not given and not cfg.cluster.address and cfg.sandbox.concurrency:
+            await ctx.sandbox.close()  # this run's own pool (run_sandbox), not the process-wide one
     from posttrain.eval.run_report import write_run_report
 
     write_run_report(run_dir, title=title)  # report.html, self-contained

@@ -134,8 +134,7 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     model, tok = base or build_base(cfg, run_dir)
     s = cfg.sft
     seqs = demo_sequences(tok, [(t.prompt, t.oracle) for t in splits.sft])
-    loop = SupervisedLoop(model, tok.pad_token_id, seqs, s.steps, s.lr, s.batch_size, s.warmup_steps, cfg.seed,
-                          s.weight_decay)
+    loop = SupervisedLoop(model, tok.pad_token_id, seqs, s.steps, s.optim, s.batch_size, cfg.seed)
     val = validation_tasks(cfg, splits) if s.stop_at_pass is not None else []
     checks: list[dict] = []
     prev, chosen = None, None  # the previous check's weights; the step finally kept

@@ -179,13 +179,13 @@ def train_dpo(model: Any, pairs: Sequence[Pair], ref: torch.Tensor, cfg: Any, tc
               evals: tuple[Sequence[Pair], torch.Tensor] | None = None,
               on_step: Callable[[int, dict], None] | None = None) -> list[dict]:
     from posttrain.train.lora import autocast, trainable_parameters
-    from posttrain.train.sft import lr_lambda
+    from posttrain.train.optim import build_optimizer, build_schedule
     from posttrain.train.update import NonFiniteLoss
 
     rng = random.Random(seed)
     params = trainable_parameters(model)
-    opt = torch.optim.AdamW(params, lr=cfg.lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.warmup_steps, cfg.steps))
+    opt = build_optimizer(params, cfg.optim)
+    sched = build_schedule(opt, cfg.optim, cfg.steps)
     accum = max(1, tcfg.grad_accum)
     model.train()
     history = []

@@ -4,7 +4,7 @@
 
 `examples/tiny_rl.yaml` once trained nothing and said nothing: SFT reached 0.000, 91% of
 the groups had zero reward variance and were dropped, and no gradient step ran. These
-checks name that outcome as it happens. They read only the metrics rows `rl_step`
+checks name that outcome as it happens. They read only the metrics rows `rl.learn`
 already writes (`groups/dropped_frac`, `train/loss`), so they cost nothing.
 """
 

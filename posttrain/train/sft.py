@@ -15,9 +15,10 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from posttrain.config import SFTConfig
+from posttrain.config import OptimConfig, SFTConfig
 from posttrain.rollout.prompting import encode_completion, encode_prompt
 from posttrain.train.batching import pack_sequences, token_logprobs
+from posttrain.train.optim import build_optimizer, build_schedule
 from posttrain.types import Message
 
 Example = tuple[Sequence[Message], str]
@@ -25,15 +26,6 @@ Example = tuple[Sequence[Message], str]
 
 def encode_examples(tokenizer: Any, examples: Sequence[Example]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     return [(encode_prompt(tokenizer, msgs), encode_completion(tokenizer, ans)) for msgs, ans in examples]
-
-
-def lr_lambda(warmup: int, total: int) -> Callable[[int], float]:
-    def f(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / max(1, warmup)
-        progress = (step - warmup) / max(1, total - warmup)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-    return f
 
 
 def demo_sequences(tokenizer: Any, examples: Sequence[Example]) -> list[Any]:
@@ -44,19 +36,18 @@ def demo_sequences(tokenizer: Any, examples: Sequence[Example]) -> list[Any]:
 def sft_train(model: Any, tokenizer: Any, examples: Sequence[Example], cfg: SFTConfig, seed: int = 0,
               on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """Train in place; returns the loss per step. Loss = mean NLL over answer tokens."""
-    return train_sequences(model, tokenizer.pad_token_id, demo_sequences(tokenizer, examples), cfg.steps, cfg.lr, cfg.batch_size,
-                           cfg.warmup_steps, seed, cfg.weight_decay, on_step)
+    return train_sequences(model, tokenizer.pad_token_id, demo_sequences(tokenizer, examples), cfg.steps, cfg.optim,
+                           cfg.batch_size, seed, on_step)
 
 
-def train_sequences(model: Any, pad_id: int, seqs: Sequence[Any], steps: int, lr: float, batch_size: int,
-                    warmup: int, seed: int = 0, weight_decay: float = 0.0,
-                    on_step: Callable[[int, float], None] | None = None) -> list[float]:
+def train_sequences(model: Any, pad_id: int, seqs: Sequence[Any], steps: int, optim: OptimConfig, batch_size: int,
+                    seed: int = 0, on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """The supervised loop shared by single-turn and multi-turn demonstrations.
 
     `seqs[i]` is a `pack_sequences` row: (prompt_ids, [(segment_ids, logprobs, trainable), ...]);
     the loss is the mean NLL over trainable segments. Batches are drawn with a seeded RNG.
     """
-    loop = SupervisedLoop(model, pad_id, seqs, steps, lr, batch_size, warmup, seed, weight_decay)
+    loop = SupervisedLoop(model, pad_id, seqs, steps, optim, batch_size, seed)
     for step in range(steps):
         loss = loop.step()
         if on_step is not None:
@@ -67,14 +58,14 @@ def train_sequences(model: Any, pad_id: int, seqs: Sequence[Any], steps: int, lr
 
 class SupervisedLoop:
     """One optimizer step per `step()`, so a caller can stop early (the quickstart checks
-    validation pass@1 between steps). LR: linear warm-up, then cosine to 10% over `steps`."""
+    validation pass@1 between steps). Optimizer and LR schedule from `optim` (train/optim.py)."""
 
-    def __init__(self, model: Any, pad_id: int, seqs: Sequence[Any], steps: int, lr: float, batch_size: int,
-                 warmup: int, seed: int = 0, weight_decay: float = 0.0) -> None:
+    def __init__(self, model: Any, pad_id: int, seqs: Sequence[Any], steps: int, optim: OptimConfig, batch_size: int,
+                 seed: int = 0) -> None:
         self.model, self.pad_id, self.seqs, self.batch_size = model, pad_id, seqs, batch_size
         self.rng = random.Random(seed)
-        self.opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(warmup, steps))
+        self.opt = build_optimizer(model.parameters(), optim)
+        self.sched = build_schedule(self.opt, optim, steps)
         self.losses: list[float] = []
 
     def step(self) -> float:
@@ -128,8 +119,8 @@ def train_encoded(model: Any, pad_id: int, train: Sequence[Encoded], cfg: SFTCon
 
     rng = random.Random(seed)
     params = trainable_parameters(model)
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.warmup_steps, cfg.steps))
+    opt = build_optimizer(params, cfg.optim)
+    sched = build_schedule(opt, cfg.optim, cfg.steps)
     accum = max(1, tcfg.grad_accum)
     model.train()
     history = []

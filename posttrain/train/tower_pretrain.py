@@ -77,7 +77,7 @@ def pretrain_tower(model: Any, tok: Any, images: Sequence[Any], cfg: TowerPretra
     params = list(tower.parameters()) + list(head.parameters())
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     warm = max(1, cfg.steps // 20)
-    # linear warm-up, then cosine to 10% counted from step 0. Not sft.lr_lambda, whose cosine starts
+    # linear warm-up, then cosine to 10% counted from step 0. Not optim.lr_factor("cosine"), whose cosine starts
     # after the warm-up: with it, seed 1's RL gain fell from +15.3 to +8.8 (docs/benchmarks.md "Vision")
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * (0.55 + 0.45 * math.cos(math.pi * min(1.0, s / cfg.steps))))

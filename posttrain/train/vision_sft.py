@@ -21,7 +21,7 @@ from posttrain.config import SFTConfig
 from posttrain.rollout.prompting import encode_completion
 from posttrain.rollout.vision import concat_inputs, encode_task_prompt
 from posttrain.train.batching import pack_sequences, token_logprobs
-from posttrain.train.sft import lr_lambda
+from posttrain.train.optim import build_optimizer, build_schedule
 from posttrain.types import Task
 
 Item = tuple[tuple[int, ...], tuple[int, ...], tuple[dict, ...]]  # prompt ids, answer ids, image inputs
@@ -60,8 +60,8 @@ def vision_sft_train(model: Any, tok: Any, tasks: Sequence[Task], cfg: SFTConfig
     processor = getattr(tok, "processor", None)
     image_id = getattr(processor, "image_token_id", None)
     rng = random.Random(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.warmup_steps, cfg.steps))
+    opt = build_optimizer(model.parameters(), cfg.optim)
+    sched = build_schedule(opt, cfg.optim, cfg.steps)
     model.train()
     losses = []
     for step in range(cfg.steps):

@@ -85,7 +85,7 @@ class Pipeline:
             self.loop.close()
 
     async def _produce(self) -> None:
-        from posttrain.train.rl import rollout_batch
+        from posttrain.train.batch_source import rollout_batch
 
         while True:
             t0 = time.perf_counter()

@@ -6,9 +6,9 @@ communication.
     session.py     rank 0's handle (`ShardedSession`): builds the sharded model on every rank
     steps.py       the per-rank SFT / DPO / RL steps, each weighted so dp ranks sum to the global loss
     loops.py       rank 0's SFT and DPO loops (same batches, same order as the one-process loops)
-    rl_hooks.py    the RL loop's sharded start, weight sync and checkpoints
+    trainer.py     the RL `Trainer` over the ranks: start, update at rank 0's lr, weight sync, checkpoints
     sync.py        full weights to an engine in bounded buckets, verified on arrival
 
-Only rank 0 imports this package's users (recipes, rl.py); followers import session.py (which
+Only rank 0 imports this package's users (recipes, train/trainer.py); followers import session.py (which
 registers every handler) and run `parallel.group.follow()`.
 """

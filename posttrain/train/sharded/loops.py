@@ -21,12 +21,12 @@ from posttrain.registry import registry
 from posttrain.train.sharded.session import ShardedSession
 
 
-def _lr(lr: float, warmup: int, steps: int) -> Callable[[int], float]:
-    """The one-process loop's LambdaLR value at each step (lr x sft.lr_lambda)."""
-    from posttrain.train.sft import lr_lambda
+def _lr(optim: Any, steps: int) -> Callable[[int], float]:
+    """The one-process loop's LambdaLR value at each step (optim.lr x train/optim.lr_factor)."""
+    from posttrain.train.optim import lr_factor
 
-    f = lr_lambda(warmup, steps)
-    return lambda step: lr * f(step)
+    f = lr_factor(optim, steps)
+    return lambda step: optim.lr * f(step)
 
 
 def _check(loss: float, what: str) -> None:
@@ -42,7 +42,7 @@ def train_encoded_sharded(sh: ShardedSession, train: Sequence[Any], cfg: Any, tc
     from posttrain.train.sft import _trunc
 
     rng = random.Random(seed)
-    lr = _lr(cfg.lr, cfg.warmup_steps, cfg.steps)
+    lr = _lr(cfg.optim, cfg.steps)
     history = []
     for step in range(cfg.steps):
         batch = [train[rng.randrange(len(train))] for _ in range(cfg.batch_size)]
@@ -61,7 +61,7 @@ def train_dpo_sharded(sh: ShardedSession, pairs: Sequence[Any], ref: torch.Tenso
                       on_step: Callable[[int, dict], None] | None = None) -> list[dict]:
     """`dpo.train_dpo` at world size N (no periodic eval)."""
     rng = random.Random(seed)
-    lr = _lr(cfg.lr, cfg.warmup_steps, cfg.steps)
+    lr = _lr(cfg.optim, cfg.steps)
     history = []
     for step in range(cfg.steps):
         idx = [rng.randrange(len(pairs)) for _ in range(min(cfg.batch_size, len(pairs)))]
@@ -92,8 +92,7 @@ def run_sharded(kind: str, cfg: Any, model: Any, pad_id: int, data: Sequence[Any
     """The `posttrain sft|dpo` recipe's training phase at world size N: (history, plain exported model).
     The full model is handed to the shards and dropped; the export gathers it back on rank 0."""
     sec = cfg.sft if kind == "sft" else cfg.dpo
-    kwargs = {"lr": sec.lr, "weight_decay": cfg.sft.weight_decay if kind == "sft" else 0.0}
-    sh = ShardedSession.start(model, cfg.trainer, kwargs, pad_id)
+    sh = ShardedSession.start(model, cfg.trainer, sec.optim, pad_id)
     del model
     if kind == "sft":
         hist = train_encoded_sharded(sh, data, sec, cfg.trainer, cfg.seed, on_step)

@@ -1,7 +1,7 @@
 """Rank 0's handle on the sharded trainer: what the sft/dpo/rl recipes call instead of
 touching a model and an optimiser directly.
 
-    sh = ShardedSession.start(model, cfg.trainer, opt_kwargs={"lr": 1e-3}, pad_id=tok.pad_token_id)
+    sh = ShardedSession.start(model, cfg.trainer, cfg.sft.optim, pad_id=tok.pad_token_id)
     row = sh.step("sft_step", {...})          # every rank trains its dp slice; rank 0 gets the row
     plain = sh.export_model()                 # a plain HF model on rank 0 (for save_pretrained)
     sh.close()
@@ -47,7 +47,9 @@ def setup(ctx: RankContext, p: dict) -> None:
             ctx.ref.register_forward_pre_hook(_count_tokens(ctx, "ref_forwards"), with_kwargs=True)
         ctx.extra.pop("ref_buffers", None)
     ctx.model.register_forward_pre_hook(_count_tokens(ctx, "forwards"), with_kwargs=True)
-    ctx.opt = torch.optim.AdamW([q for q in ctx.model.parameters() if q.requires_grad], **p["opt_kwargs"])
+    from posttrain.train.optim import build_optimizer
+
+    ctx.opt = build_optimizer([q for q in ctx.model.parameters() if q.requires_grad], p["optim"])
     ctx.meter.reset()
 
 
@@ -68,8 +70,9 @@ class ShardedSession:
         return self.driver.ctx
 
     @classmethod
-    def start(cls, model: Any, tcfg: Any, opt_kwargs: dict, pad_id: int, ref: Any = None) -> "ShardedSession":
-        """`ref`: the KL reference model (RL with rl.kl_coef > 0), sharded beside the policy."""
+    def start(cls, model: Any, tcfg: Any, optim: Any, pad_id: int, ref: Any = None) -> "ShardedSession":
+        """`optim`: the phase's OptimConfig (every rank builds its AdamW from it, train/optim.py; rank 0's
+        schedule sends the lr with each step). `ref`: the KL reference model (RL with rl.kl_coef > 0)."""
         from posttrain.parallel.wrap import ShardOptions
 
         driver = current_driver(tcfg.timeout_s)
@@ -82,7 +85,7 @@ class ShardedSession:
             driver.ctx.extra["ref_buffers"] = {k: b.detach().clone() for k, b in ref.named_buffers()}
         hf_config = copy.deepcopy(model.config)
         dtype = next(model.parameters()).dtype
-        driver.call("setup", {"hf_config": hf_config, "dtype": dtype, "opts": opts, "opt_kwargs": opt_kwargs,
+        driver.call("setup", {"hf_config": hf_config, "dtype": dtype, "opts": opts, "optim": optim,
                               "pad_id": pad_id, "ref": ref is not None})
         return cls(driver, hf_config)
 

@@ -8,7 +8,7 @@ from posttrain.errors import ConfigError, ModelError
 
 def test_overrides_apply_with_yaml_types():
     cfg = load_config(None, ["rl.lr=3e-4", "rl.steps=7", "tasks.domains.code.n_eval=5"])
-    assert cfg.rl.lr == 3e-4 and cfg.rl.steps == 7 and cfg.tasks.domains["code"].n_eval == 5
+    assert cfg.rl.optim.lr == 3e-4 and cfg.rl.steps == 7 and cfg.tasks.domains["code"].n_eval == 5
 
 
 def test_unknown_key_names_key_and_file(tmp_path):

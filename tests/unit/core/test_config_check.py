@@ -72,7 +72,7 @@ def test_every_registered_name_is_reachable_from_a_fresh_interpreter():
     from posttrain.registry import _BUILTIN_MODULES
 
     kinds = sorted(_BUILTIN_MODULES)  # every kind with built-ins, so a new kind cannot be forgotten here
-    assert {"recipe", "engine", "offpolicy", "rl_loop"} <= set(kinds)
+    assert {"recipe", "engine", "offpolicy"} <= set(kinds)
     listing = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import json
         from posttrain.registry import registry

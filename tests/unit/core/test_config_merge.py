@@ -12,13 +12,13 @@ def test_yaml_section_over_a_preset_keeps_the_presets_other_keys(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text("rl: {steps: 10}\n")
     cfg = load_config(p, base=PRESET)
-    assert cfg.rl.steps == 10 and cfg.rl.lr == 1e-4
+    assert cfg.rl.steps == 10 and cfg.rl.optim.lr == 1e-4
 
 
 def test_dotted_override_and_yaml_agree_on_what_they_keep(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text("rl: {steps: 10}\n")
-    assert load_config(p, base=PRESET).rl.lr == load_config(None, ["rl.steps=10"], base=PRESET).rl.lr
+    assert load_config(p, base=PRESET).rl.optim.lr == load_config(None, ["rl.steps=10"], base=PRESET).rl.optim.lr
 
 
 def test_yaml_null_drops_a_presets_domain(tmp_path):
@@ -33,7 +33,7 @@ def test_deep_merge_does_not_mutate_its_inputs():
     assert out == {"a": {"b": 1, "c": 2}} and base == {"a": {"b": 1}}
 
 
-@pytest.mark.parametrize("override, key", [("rl.steps=-3", "rl.steps"), ("rl.lr=0", "rl.lr"),
+@pytest.mark.parametrize("override, key", [("rl.steps=-3", "rl.steps"), ("rl.lr=0", "rl.optim.lr"),
                                            ("rl.group_size=0", "rl.group_size"), ("sft.batch_size=0", "sft.batch_size"),
                                            ("rl.top_p=1.5", "rl.top_p"), ("tasks.domains.code.n_eval=-1",
                                                                           "tasks.domains.code.n_eval")])

@@ -78,11 +78,12 @@ def _same_weights(a, b):
 
 
 def test_k0_is_the_synchronous_loop_bitwise_and_so_is_the_async_machinery_at_k0(tmp_path, setup):
-    from posttrain.train.async_rl.loop import train_rl_async
+    from posttrain.train.async_rl.source import AsyncBatchSource
+    from posttrain.train.rl import train_rl
 
     old, m_old, t_old = _run(setup, tmp_path / "sync", 4)  # the default config: no async key set
     k0, m_k0, _ = _run(setup, tmp_path / "k0", 4, "rl.max_staleness=0", "rl.offpolicy.name=icepop")
-    piped, m_piped, t_piped = _run(setup, tmp_path / "piped", 4, loop=lambda st: train_rl_async(st, max_staleness=0))
+    piped, m_piped, t_piped = _run(setup, tmp_path / "piped", 4, loop=lambda st: train_rl(st, AsyncBatchSource(0)))
     assert any(r.get("train/grad_norm", 0.0) > 0.0 for r in old)  # the comparison is not vacuous
     assert (tmp_path / "k0" / "metrics.jsonl").read_bytes() != b""
     assert _comparable(k0) == _comparable(old)
@@ -156,11 +157,11 @@ def _slow_until_new_weights(st):
 
 
 def test_partial_rollouts_take_weights_mid_batch_and_no_token_is_more_than_k_old(tmp_path, setup):
-    from posttrain.train.async_rl.loop import train_rl_async
+    from posttrain.train.rl import train_rl
 
     def loop(st):
         _slow_until_new_weights(st)
-        return train_rl_async(st)
+        return train_rl(st)
 
     k = 1
     rows, _, trajs = _run(setup, tmp_path / "run", 5, f"rl.max_staleness={k}", "rl.partial_rollouts=true",
@@ -180,7 +181,7 @@ def test_partial_rollouts_take_weights_mid_batch_and_no_token_is_more_than_k_old
 def test_stale_lr_scale_is_the_rule_of_the_mean_token_age():
     from types import SimpleNamespace as NS
 
-    from posttrain.train.async_rl.loop import stale_lr_scale
+    from posttrain.train.async_rl.source import stale_lr_scale
 
     turn = lambda ids, vs=None, trainable=True: NS(token_ids=ids, token_versions=vs, trainable=trainable)  # noqa: E731
     whole = NS(infra_error=False, weights_version=3, turns=[turn([1, 2])])  # 2 tokens, 2 versions old at version 5
@@ -193,16 +194,27 @@ def test_stale_lr_scale_is_the_rule_of_the_mean_token_age():
 
 @pytest.mark.parametrize("rule, scale", [("inverse", 0.5), ("none", 1.0)])
 def test_each_update_steps_with_the_scaled_lr_and_the_schedule_resumes_after(tmp_path, setup, monkeypatch, rule, scale):
-    import posttrain.train.rl as rl
+    import posttrain.train.update as upd
 
-    seen, real = [], rl.update_policy
+    seen, real = [], upd.update_policy
 
     def spy(model, opt, *a, **kw):
         seen.append(opt.param_groups[0]["lr"])
         return real(model, opt, *a, **kw)
 
-    monkeypatch.setattr(rl, "update_policy", spy)
+    monkeypatch.setattr(upd, "update_policy", spy)
     rows, _, _ = _run(setup, tmp_path / "run", 4, "rl.max_staleness=1", f"rl.stale_lr={rule}")
     assert [r["async/lr_scale"] for r in rows] == [1.0] + [scale] * 3  # batch 0 is fresh, then 1 version old
     # rl.lr (3e-3) times this update's scale: the scale never compounds, the schedule sets each step's lr anew
     assert seen == pytest.approx([3e-3] + [3e-3 * scale] * 3)
+
+
+def test_every_detector_runs_in_async_mode_and_writes_the_synchronous_keys(tmp_path, setup):
+    from posttrain.registry import registry
+
+    rows, _, _ = _run(setup, tmp_path / "run", 4, "rl.max_staleness=1", "log.detect_every=2")
+    names = registry("detector").names()
+    assert names  # the built-in detectors are registered
+    want = {k for n in names for k in (f"detect/{n}", f"detect/{n}/score")}
+    assert [sorted(want - set(r)) for r in rows if r["step"] in (1, 3)] == [[], []]  # every detector, every 2nd step
+    assert all(not k.startswith("detect/") for r in rows if r["step"] in (0, 2) for k in r)

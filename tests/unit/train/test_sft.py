@@ -77,7 +77,7 @@ def test_packed_loss_equals_unpacked_loss(tiny):
 
 def test_grad_accumulation_matches_one_big_batch(tiny, monkeypatch):
     # SGD instead of AdamW: Adam's first step is ~lr * sign(g), which amplifies float noise
-    monkeypatch.setattr(torch.optim, "AdamW", lambda params, lr, weight_decay: torch.optim.SGD(params, lr=lr))
+    monkeypatch.setattr(torch.optim, "AdamW", lambda params, lr, **kw: torch.optim.SGD(params, lr=lr))
     model, tok = tiny
     items = _items(tok)
     cfg = SFTConfig(steps=1, batch_size=8, lr=1e-2, warmup_steps=0, max_len=64, pack=True)

@@ -67,7 +67,7 @@ def main() -> int:
                             lambda: os.kill(os.getpid(), sig)).start()
         follow_and_exit(rank, world, float(os.environ.get("POSTTRAIN_TIMEOUT_S", "60")))
 
-    from posttrain.config import SFTConfig, TrainerConfig
+    from posttrain.config import OptimConfig, SFTConfig, TrainerConfig
     from posttrain.train.sharded.loops import train_dpo_sharded, train_encoded_sharded
     from posttrain.train.sharded.session import ShardedSession
 
@@ -80,12 +80,12 @@ def main() -> int:
 
         pairs = dpo_pairs()
         ref = reference_logprobs(model, pairs, tok.pad_token_id, 64)
-        sh = ShardedSession.start(model, tcfg, {"lr": 1e-3}, tok.pad_token_id)
+        sh = ShardedSession.start(model, tcfg, OptimConfig(lr=1e-3, weight_decay=0.01), tok.pad_token_id)
         hist = train_dpo_sharded(sh, pairs, ref, dpo_cfg(steps), tcfg)
         result["dpo"] = {"rows": hist, "state": sh.export_model().state_dict()}
         model, tok = tiny()
     cfg = SFTConfig(steps=steps if kind not in ("die", "hang") else 10_000, batch_size=8, lr=3e-3, max_len=64)
-    sh = ShardedSession.start(model, tcfg, {"lr": cfg.lr, "weight_decay": 0.0}, tok.pad_token_id)
+    sh = ShardedSession.start(model, tcfg, cfg.optim, tok.pad_token_id)
     hist = train_encoded_sharded(sh, sft_items(), cfg, tcfg)
     result["sft"] = {"rows": hist, "state": sh.export_model().state_dict()}
     if "dpo" in kind:  # bucketed sync into a fresh fast engine (built from the untrained model)
@@ -99,7 +99,7 @@ def main() -> int:
     if "bf16" in sys.argv[5:]:  # FSDP2's bf16-params / fp32-reduce policy, on gloo: one step from the same start
         model, tok = tiny()
         sh = ShardedSession.start(model, TrainerConfig(tp=tp, mixed_precision="bf16", timeout_s=tcfg.timeout_s),
-                                  {"lr": cfg.lr, "weight_decay": 0.0}, tok.pad_token_id)
+                                  cfg.optim, tok.pad_token_id)
         result["bf16"] = train_encoded_sharded(sh, sft_items(), SFTConfig(steps=1, batch_size=8, lr=3e-3, max_len=64),
                                                tcfg)
     torch.save(result, out)

@@ -74,7 +74,7 @@ def main() -> int:
     asyncio.run(train_rl(st))
     rows = st.metrics.read()
     st.metrics.close(), st.store.close()
-    final = st.sharded.export_model() if st.sharded is not None else st.model
+    final = st.trainer.export_model()
     result = {"rows": rows, "state": {k: v.detach().clone() for k, v in final.state_dict().items()}}
     if cfg.cluster.address:  # what the Ray workers generate now against the final weights, run locally
         from posttrain.rollout.engine import GenRequest, SamplingParams
