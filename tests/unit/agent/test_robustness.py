@@ -110,7 +110,10 @@ def test_64_concurrent_sessions_no_deadlock_and_nothing_left_behind(tok):
 
     policy = steps_policy(format_tool_call("bash", {"command": "sleep 0.2; echo hello > out.txt"}),
                           format_tool_call("bash", {"command": "cat out.txt"}), format_tool_call("submit", {}))
-    before = set(os.listdir(workspace_root()))
+    # Only this process's workspaces (ws-<pid>-<n>): the directory is shared by every posttrain
+    # process of this uid, and under `make test` the other xdist worker's live sessions are in it.
+    mine = f"ws-{os.getpid()}-"
+    before = {d for d in os.listdir(workspace_root()) if d.startswith(mine)}
 
     async def go(pool):
         return await asyncio.wait_for(rollout_agent(ScriptedEngine(tok, policy), tok, [shell_task(i) for i in range(64)],
@@ -118,4 +121,4 @@ def test_64_concurrent_sessions_no_deadlock_and_nothing_left_behind(tok):
 
     trajs, pool = with_sandbox(go)
     assert len(trajs) == 64 and all(t.verify.passed for t in trajs)
-    assert not pool._sessions and set(os.listdir(workspace_root())) <= before
+    assert not pool._sessions and {d for d in os.listdir(workspace_root()) if d.startswith(mine)} <= before
