@@ -36,6 +36,7 @@ from posttrain.rollout.single_turn import rollout_single_turn
 from posttrain.schedule import Scheduler
 from posttrain.store.metrics import MetricsLog, run_metrics
 from posttrain.store.trajectories import TrajectoryStore
+from posttrain.train.advantages import estimate_advantages, trained_advantages  # noqa: F401  (estimate_advantages: re-exported)
 from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint, set_rng_state
 from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
 from posttrain.train.lora import export_model, prepare_model, trainable_parameters
@@ -153,20 +154,6 @@ def group_by_task(trajs: Sequence[Trajectory]) -> list[list[Trajectory]]:
     return [groups[g] for g in sorted(groups)]
 
 
-def estimate_advantages(groups: Sequence[Sequence[Trajectory]], name: str) -> torch.Tensor:
-    """One advantage per trajectory ([B], flattened group-major); infra errors get 0."""
-    fn = registry("advantage").get(name)
-    out = []
-    for g in groups:
-        scored = [t for t in g if not t.infra_error]
-        if len(scored) < 2:
-            out += [0.0] * len(g)
-            continue
-        adv = iter(fn(torch.tensor([[t.reward for t in scored]], dtype=torch.float32))[0].tolist())
-        out += [0.0 if t.infra_error else next(adv) for t in g]
-    return torch.tensor(out)
-
-
 def sync_weights(st: RLState) -> float:
     """Push the trainer's weights to the engine as a new version; returns seconds spent."""
     t0 = time.perf_counter()
@@ -242,7 +229,7 @@ def learn_from(st: RLState, trajs: list[Trajectory], t0: float, t_gen: float, t_
         st.lr_sched.step()  # every group's lr again from its base and the schedule: the scale lasts one update
     t_upd = time.perf_counter()
     sync_s = sync(st)
-    st.store.put_many(trajs)
+    st.store.put_many(trajs, advantages=trained_advantages(trajs, flat, adv))  # the viewer reads them
     scored = [t for t in trajs if not t.infra_error]
     by_dom: dict[str, list[float]] = {}
     for t in scored:
