@@ -28,8 +28,6 @@ from posttrain.errors import ConfigError
 from posttrain.registry import check_kwargs, registry
 from posttrain.types import Task
 
-# Group-relative advantage estimators: a group of one sample has no baseline.
-_GROUP_ADVANTAGES = ("group_norm", "group_mean", "rloo")
 # What make_engine passes an engine itself: engine.args may not set them.
 ENGINE_RESERVED = ("model", "tokenizer")
 
@@ -56,9 +54,10 @@ def _check_rl(cfg: RunConfig) -> None:
     _known("advantage", rl.advantage, "rl.advantage")
     if rl.kl_coef > 0:
         _known("kl", rl.kl_estimator, "rl.kl_estimator")
-    if rl.advantage in _GROUP_ADVANTAGES and rl.group_size < 2:
+    min_group = registry("advantage").props(rl.advantage)["min_group"]  # declared where it registers
+    if rl.group_size < min_group:
         raise ConfigError(f"rl.group_size={rl.group_size}: the {rl.advantage!r} advantage compares samples of one "
-                          "prompt, so it needs rl.group_size >= 2")
+                          f"prompt, so it needs rl.group_size >= {min_group}")
     if rl.clip_eps_high is not None and rl.clip_eps is not None and rl.clip_eps_high < rl.clip_eps:
         raise ConfigError(f"rl.clip_eps_high={rl.clip_eps_high} is below rl.clip_eps={rl.clip_eps}")
     _known("sched_policy", cfg.schedule.policy, "schedule.policy")

@@ -1,12 +1,20 @@
 """Explicit named registries: every extension point is a Protocol plus one of these.
 
-    @verifier("exact_numeric")
+    @verifier("exact_numeric", answer_format="line")
     class ExactNumeric: ...
 
     build(Spec("exact_numeric", {"tolerance": 1e-6}), kind="verifier")
 
 Registration is explicit (a decorator at definition time); nothing is discovered by
-`__subclasses__` or signature sniffing. Built-in implementations register when their
+`__subclasses__` or signature sniffing. Facts about an algorithm are declared where it is
+registered, not in tables keyed by its name elsewhere:
+
+    @loss("dapo", units="tokens")                             # how the sharded update weights ranks
+    @advantage("rloo", min_group=2, scope="group")            # config check; group vs batch statistics
+    @verifier("python_tests", answer_format="code")           # the format rule (verifiers/rules.py)
+
+A kind with declared properties (`PROPERTIES`) refuses, at registration time, an entry that
+leaves one out or gives a value outside its choices; `registry(kind).props(name)` reads them. Built-in implementations register when their
 module is imported; `_BUILTIN_MODULES` names those modules so that a lookup of an
 unknown name can import them lazily before giving up.
 
@@ -50,19 +58,51 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
+# kind -> {property: its allowed values (a tuple) or its type}: every entry of the kind declares each.
+PROPERTIES: dict[str, dict[str, tuple[Any, ...] | type]] = {
+    "loss": {"units": ("tokens", "sequences")},  # what a loss averages over: a token mean or a sequence mean
+    "advantage": {"min_group": int, "scope": ("group", "batch")},  # scored samples a group needs; stats over
+    # the answer's shape for the format rule; "inner": a composite, its inner verifiers decide
+    "verifier": {"answer_format": ("line", "code", "text", "long", "inner")},
+}
+
+
 class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._props: dict[str, dict[str, Any]] = {}
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str, **props: Any) -> Callable[[T], T]:
+        self._check_props(name, props)  # at registration time: before the decorated object exists
+
         def deco(obj: T) -> T:
             if name in self._items and self._items[name] is not obj:
                 raise ValueError(f"{self.kind} {name!r} is already registered")
-            self._items[name] = obj
+            self._items[name], self._props[name] = obj, dict(props)
             return obj
 
         return deco
+
+    def _check_props(self, name: str, props: dict[str, Any]) -> None:
+        declared = PROPERTIES.get(self.kind, {})
+        for key, allowed in declared.items():
+            if key not in props:
+                raise ValueError(f"{self.kind} {name!r} must declare {key}= when it registers "
+                                 f"({_describe(allowed)})")
+            value = props[key]
+            ok = value in allowed if isinstance(allowed, tuple) else isinstance(value, allowed)
+            if not ok:
+                raise ValueError(f"{self.kind} {name!r}: {key}={value!r} is not {_describe(allowed)}")
+        for key in props:
+            if key not in declared:
+                raise ValueError(f"{self.kind} {name!r}: unknown property {key}=; "
+                                 f"a {self.kind} declares: {', '.join(declared) or 'nothing'}")
+
+    def props(self, name: str) -> dict[str, Any]:
+        """The properties `name` declared when it registered (looked up as `get` does)."""
+        self.get(name)
+        return dict(self._props[name])
 
     def _load_builtins(self) -> None:
         for mod in _BUILTIN_MODULES.get(self.kind, ()):
@@ -85,6 +125,10 @@ class Registry(Generic[T]):
 
 
 _REGISTRIES: dict[str, Registry[Any]] = {}
+
+
+def _describe(allowed: tuple[Any, ...] | type) -> str:
+    return f"one of {', '.join(map(repr, allowed))}" if isinstance(allowed, tuple) else f"a {allowed.__name__}"
 
 
 def _keywords(factory: Any) -> tuple[list[str], bool] | None:
@@ -123,8 +167,8 @@ def registry(kind: str) -> Registry[Any]:
     return _REGISTRIES[kind]
 
 
-def verifier(name: str) -> Callable[[T], T]:
-    return registry("verifier").register(name)
+def verifier(name: str, *, answer_format: str) -> Callable[[T], T]:
+    return registry("verifier").register(name, answer_format=answer_format)
 
 
 def domain(name: str) -> Callable[[T], T]:
@@ -135,12 +179,12 @@ def engine(name: str) -> Callable[[T], T]:
     return registry("engine").register(name)
 
 
-def loss(name: str) -> Callable[[T], T]:
-    return registry("loss").register(name)
+def loss(name: str, *, units: str) -> Callable[[T], T]:
+    return registry("loss").register(name, units=units)
 
 
-def advantage(name: str) -> Callable[[T], T]:
-    return registry("advantage").register(name)
+def advantage(name: str, *, min_group: int, scope: str) -> Callable[[T], T]:
+    return registry("advantage").register(name, min_group=min_group, scope=scope)
 
 
 def kl_estimator(name: str) -> Callable[[T], T]:

@@ -4,10 +4,12 @@ Every estimator is called ONCE per step on the whole batch:
 
     rewards [G, n]  G groups (one prompt each), padded to the largest group's n samples
     mask    [G, n]  True where a sample is scored; False for padding, infra errors, and every
-                    sample of a group with fewer than two scored samples (no baseline)
+                    sample of a group with fewer scored samples than the estimator's declared
+                    `min_group` (no baseline)
     ->      [G, n]  advantages; exactly 0 wherever mask is False
 
-so a batch-level estimator (`reinforce_pp`) really normalises over the batch. Masked
+so a batch-level estimator (`reinforce_pp`, declared `scope="batch"`) really normalises
+over the batch; a `scope="group"` one gives each group what it would give it alone (tested). Masked
 entries never enter a mean or a std. `estimate_advantages` builds the padded batch from
 trajectories and flattens the result back (group-major). The RL config picks an estimator
 with `rl.advantage`. Hand-computed checks live in tests/unit/train/test_advantages.py.
@@ -34,21 +36,21 @@ def _group_stats(rewards: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tenso
     return count, mean, torch.where(count > 1, var.sqrt(), torch.zeros_like(var))
 
 
-@advantage("group_norm")
+@advantage("group_norm", min_group=2, scope="group")
 def group_norm(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """GRPO: (r - mean_g) / (std_g + eps), std unbiased as in TRL."""
     _, mean, std = _group_stats(rewards, mask)
     return torch.where(mask, (rewards - mean) / (std + EPS), 0.0)  # [G, n]
 
 
-@advantage("group_mean")
+@advantage("group_mean", min_group=2, scope="group")
 def group_mean(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Dr. GRPO: r - mean_g, no std scaling (avoids up-weighting low-variance groups)."""
     _, mean, _ = _group_stats(rewards, mask)
     return torch.where(mask, rewards - mean, 0.0)  # [G, n]
 
 
-@advantage("rloo")
+@advantage("rloo", min_group=2, scope="group")
 def rloo(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """REINFORCE leave-one-out: r_i - mean_{j != i} r_j = k/(k-1) * (r_i - mean_g), k scored samples."""
     count, mean, _ = _group_stats(rewards, mask)
@@ -56,7 +58,7 @@ def rloo(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(mask, (rewards - mean) * scale, 0.0)  # [G, n]
 
 
-@advantage("reinforce_pp")
+@advantage("reinforce_pp", min_group=2, scope="batch")
 def reinforce_pp(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """REINFORCE++ with a group baseline: subtract the group mean, normalise over the whole batch."""
     _, mean, _ = _group_stats(rewards, mask)
@@ -67,14 +69,14 @@ def reinforce_pp(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(mask, (centred - flat.mean()) / (flat.std() + EPS), 0.0)  # [G, n]
 
 
-def padded_rewards(groups: Sequence[Sequence[Trajectory]]) -> tuple[torch.Tensor, torch.Tensor]:
+def padded_rewards(groups: Sequence[Sequence[Trajectory]], min_group: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     """(rewards [G, n_max], mask [G, n_max]) of a step's groups; see the module docstring for the mask."""
     n_max = max((len(g) for g in groups), default=0)
     rewards = torch.zeros(len(groups), n_max)
     mask = torch.zeros(len(groups), n_max, dtype=torch.bool)
     for i, g in enumerate(groups):
         scored = [j for j, t in enumerate(g) if not t.infra_error]
-        if len(scored) < 2:  # no baseline: the whole group stays out
+        if len(scored) < max(1, min_group):  # no baseline: the whole group stays out
             continue
         for j in scored:
             rewards[i, j], mask[i, j] = g[j].reward, True
@@ -86,7 +88,7 @@ def estimate_advantages(groups: Sequence[Sequence[Trajectory]], name: str) -> to
     the estimator over the padded batch; infra errors and baseline-less groups get 0."""
     if not groups:
         return torch.zeros(0)
-    rewards, mask = padded_rewards(groups)  # [G, n_max] each
+    rewards, mask = padded_rewards(groups, registry("advantage").props(name)["min_group"])  # [G, n_max] each
     adv = registry("advantage").get(name)(rewards, mask)  # [G, n_max]
     return torch.cat([adv[i, : len(g)] for i, g in enumerate(groups)])  # [B]
 

@@ -102,7 +102,7 @@ def _values_equal(got: object, want: object) -> bool:
     return type(got) is type(want) and got == want
 
 
-@verifier("python_tests")
+@verifier("python_tests", answer_format="code")
 class PythonTests:
     def __init__(self, tests: list[list], arg: str = "x", wall_s: float = 5.0, memory_mb: int = 256) -> None:
         self.tests = [(thaw(t[0]), thaw(t[1])) for t in tests]  # frozen spec args -> JSON-like lists

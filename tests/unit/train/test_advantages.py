@@ -104,3 +104,23 @@ def test_estimate_advantages_gives_zero_to_infra_errors_and_baseline_less_groups
               [_traj(1, 0, 1.0), _traj(1, 1, 0.0, infra=True)]]  # 1 scored: no baseline
     adv = estimate_advantages(groups, "group_mean")
     assert adv.tolist() == [0.5, 0.0, -0.5, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("name", ["group_norm", "group_mean", "rloo", "reinforce_pp"])
+def test_declared_scope_matches_what_the_estimator_does(name):
+    # scope="group": each group gets what it would get alone; scope="batch": it does not
+    alone = torch.cat([_adv(name, PADDED[i : i + 1], MASK[i : i + 1]) for i in range(2)])
+    same = torch.allclose(_adv(name, PADDED, MASK), alone, atol=1e-6)
+    assert same == (registry("advantage").props(name)["scope"] == "group")
+
+
+def test_an_estimator_without_its_declared_properties_fails_when_it_registers():
+    from posttrain.registry import advantage
+
+    with pytest.raises(ValueError, match="must declare scope="):
+        registry("advantage").register("test_no_scope", min_group=2)
+    with pytest.raises(ValueError, match="scope='sample' is not one of 'group', 'batch'"):
+        advantage("test_bad_scope", min_group=2, scope="sample")
+    with pytest.raises(TypeError):
+        advantage("test_no_props")  # the typed decorator: a missing keyword is a TypeError at once
+    assert "test_no_scope" not in registry("advantage") and "test_bad_scope" not in registry("advantage")

@@ -25,7 +25,7 @@ EPS = 1e-6
 QUIET = (1.0, 0.9, 0.9, 0.8)
 
 
-@verifier("test_loud_and_quiet_groups")
+@verifier("test_loud_and_quiet_groups", answer_format="line")
 class LoudAndQuietGroups:
     """Even groups: 1, 0, 1, 0; odd groups: 1, .9, .9, .8 (by sample index)."""
 

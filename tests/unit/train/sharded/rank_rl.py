@@ -20,7 +20,7 @@ from posttrain.registry import verifier
 from posttrain.types import Spec, VerifyResult
 
 
-@verifier("sharded_test_digit_match")
+@verifier("sharded_test_digit_match", answer_format="line")
 class DigitMatch:
     """Partial credit, so an untrained policy already has reward variance (and gradients)."""
 

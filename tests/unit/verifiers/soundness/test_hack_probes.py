@@ -24,7 +24,7 @@ SHIPPED = ["arithmetic", "chart", "code", "conflict", "drawing", "extraction", "
            "terminal", "tools", "ui"]
 
 
-@verifier("test_lax_any_number")
+@verifier("test_lax_any_number", answer_format="line")
 class LaxAnyNumber:
     """Weak on purpose: passes when ANY number in the answer equals the expected one."""
 
@@ -55,7 +55,7 @@ _main()
 '''
 
 
-@verifier("test_weak_program")
+@verifier("test_weak_program", answer_format="line")
 class WeakProgramTests:
     def __init__(self, test: str, entry_point: str) -> None:
         self.test, self.entry = test, entry_point
@@ -231,7 +231,7 @@ print("\n@@BATCH@@" + json.dumps(results))
 '''
 
 
-@verifier("test_weak_batch")
+@verifier("test_weak_batch", answer_format="line")
 class WeakBatchTests:
     def __init__(self, tests: list) -> None:
         self.xs, self.want = [t[0] for t in tests], [t[1] for t in tests]
