@@ -80,8 +80,7 @@ def _check_async(cfg: RunConfig) -> None:
         raise ConfigError("rl.partial_rollouts=true needs rl.max_staleness >= 1: with K = 0 no weights arrive while "
                           "a batch generates; set rl.max_staleness=1 or rl.partial_rollouts=false")
     if rl.partial_rollouts:
-        factory = registry("engine").get(cfg.engine.name)
-        if not getattr(factory, "inflight_weight_update", False):  # an engine declares it can swap weights between decode steps
+        if not registry("engine").props(cfg.engine.name)["inflight_weights"]:  # declared where the engine registers
             raise ConfigError(f"rl.partial_rollouts=true: engine.name={cfg.engine.name!r} cannot take new weights in the middle "
                               "of a batch; set rl.partial_rollouts=false")
 
@@ -140,8 +139,7 @@ def check_model(cfg: RunConfig) -> None:
         model_cfg = json.loads((d / "config.json").read_text())
     except (OSError, ValueError) as e:
         raise ConfigError(f"{d / 'config.json'}: unreadable ({e})") from None
-    factory = registry("engine").get(cfg.engine.name)
-    check = getattr(factory, "unsupported_reason", None)  # an engine's own pure check of a config.json
+    check = registry("engine").props(cfg.engine.name)["model_check"]  # the engine's own pure check, declared
     reason = check(model_cfg) if check is not None else None
     if reason:
         raise ConfigError(f"engine.name={cfg.engine.name!r} cannot run model.path={d}: {reason}")

@@ -19,8 +19,8 @@ module is imported; `_BUILTIN_MODULES` names those modules so that a lookup of a
 unknown name can import them lazily before giving up.
 
 A registered factory's signature is the one truth about which keyword arguments it takes:
-`check_kwargs` names an unknown key (from a config's `args`) before anything is built, and
-`takes` lets a caller pass an optional keyword only to the factories that have it.
+`check_kwargs` names an unknown key (from a config's `args`) before anything is built. What a
+caller may pass beyond the config's `args` is a declared property, never sniffed.
 """
 
 from __future__ import annotations
@@ -64,6 +64,9 @@ PROPERTIES: dict[str, dict[str, tuple[Any, ...] | type]] = {
     "advantage": {"min_group": int, "scope": ("group", "batch")},  # scored samples a group needs; stats over
     # the answer's shape for the format rule; "inner": a composite, its inner verifiers decide
     "verifier": {"answer_format": ("line", "code", "text", "long", "inner")},
+    # inflight_weights: takes new weights between decode steps (rl.partial_rollouts); max_batch_arg: takes
+    # `max_batch`, its generation concurrency; model_check: config.json dict -> why it cannot run it, or None
+    "engine": {"inflight_weights": bool, "max_batch_arg": bool, "model_check": object},
 }
 
 
@@ -155,12 +158,6 @@ def check_kwargs(factory: Any, args: dict[str, Any], key: str, what: str, reserv
             raise ConfigError(f"{key}.{k}: {what} takes no argument {k!r}; it takes: {', '.join(named) or 'none'}")
 
 
-def takes(factory: Any, name: str) -> bool:
-    """Whether `factory` accepts the keyword `name` (a factory without a signature: assumed so)."""
-    sig = _keywords(factory)
-    return sig is None or name in sig[0] or sig[1]
-
-
 def registry(kind: str) -> Registry[Any]:
     if kind not in _REGISTRIES:
         _REGISTRIES[kind] = Registry(kind)
@@ -175,8 +172,10 @@ def domain(name: str) -> Callable[[T], T]:
     return registry("domain").register(name)
 
 
-def engine(name: str) -> Callable[[T], T]:
-    return registry("engine").register(name)
+def engine(name: str, *, inflight_weights: bool, max_batch_arg: bool,
+           model_check: Callable[[dict], str | None] | None) -> Callable[[T], T]:
+    return registry("engine").register(name, inflight_weights=inflight_weights, max_batch_arg=max_batch_arg,
+                                       model_check=model_check)
 
 
 def loss(name: str, *, units: str) -> Callable[[T], T]:

@@ -31,7 +31,7 @@ from posttrain.config import RunConfig
 from posttrain.eval.heldout import HeldoutResult, evaluate_heldout
 from posttrain.registry import registry
 from posttrain.rollout import make_engine
-from posttrain.rollout.engine import SamplingParams
+from posttrain.rollout.engine import ClusterMetrics, SamplingParams
 from posttrain.rollout.single_turn import rollout_single_turn
 from posttrain.schedule import Scheduler
 from posttrain.store.metrics import MetricsLog, run_metrics
@@ -250,7 +250,7 @@ def learn_from(st: RLState, trajs: list[Trajectory], t0: float, t_gen: float, t_
     }
     row.update(getattr(st.sharded, "last_sync", None) or {})  # bucketed sync from the ranks (rl_hooks.push_weights)
     for part in (st.engine, st.runner.ctx.sandbox):  # Ray parts: per-node throughput, queue depth, failures
-        row.update(getattr(part, "cluster_metrics", dict)())
+        row.update(part.cluster_metrics() if isinstance(part, ClusterMetrics) else {})
     return row
 
 

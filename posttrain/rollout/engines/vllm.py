@@ -29,7 +29,7 @@ from posttrain.rollout.weight_sync import WeightSyncError
 PROBE = tuple(range(3, 67))
 
 
-@engine("vllm")
+@engine("vllm", inflight_weights=False, max_batch_arg=False, model_check=None)  # vllm schedules its own batches
 class VLLMEngine:
     def __init__(self, model: Any, tokenizer: Any, model_path: str | None = None, dtype: str = "bfloat16",
                  gpu_memory_utilization: float = 0.6, verify_tol: float = 5e-2, seed: int = 0) -> None:

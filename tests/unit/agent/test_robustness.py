@@ -20,7 +20,7 @@ SLEEPY_CALLS = []
 
 
 @tool_fn("pt_test_sleepy", "never returns (the first time: tool_use re-runs calls when it verifies)",
-         {"type": "object", "properties": {}})
+         {"type": "object", "properties": {}}, timeout_s=0.3)
 async def _sleepy(state):
     SLEEPY_CALLS.append(1)
     if len(SLEEPY_CALLS) == 1:
@@ -48,9 +48,6 @@ def with_sandbox(coro_fn):
 
 
 def test_hanging_tool_times_out_and_the_episode_goes_on(tok):
-    from posttrain.rollout.agent import tools
-
-    tools.registry("tool").get("pt_test_sleepy").timeout_s = 0.3
     policy = steps_policy(format_tool_call("pt_test_sleepy", {}), format_tool_call("calculator", {"expression": "4821*937"}),
                           "The answer is 4517277.")
     t = run(rollout_agent(ScriptedEngine(tok, policy), tok, [with_tools(calc_task(), "pt_test_sleepy")], AgentOptions()))[0]

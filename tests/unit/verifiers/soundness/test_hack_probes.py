@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from posttrain.verifiers.base import BatchVerifier
 from posttrain.registry import verifier
 from posttrain.tasks import generate_domain
 from posttrain.verifiers.soundness.hack_probes import KINDS, PROBES, ProbeView, domain_kind, junk_instance
@@ -232,7 +233,7 @@ print("\n@@BATCH@@" + json.dumps(results))
 
 
 @verifier("test_weak_batch", answer_format="line")
-class WeakBatchTests:
+class WeakBatchTests(BatchVerifier):
     def __init__(self, tests: list) -> None:
         self.xs, self.want = [t[0] for t in tests], [t[1] for t in tests]
 
