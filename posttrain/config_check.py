@@ -30,6 +30,7 @@ from posttrain.types import Task
 
 # What make_engine passes an engine itself: engine.args may not set them.
 ENGINE_RESERVED = ("model", "tokenizer")
+LAUNCHERS = ("local", "ray")  # how trainer.world_size > 1 starts its ranks: cli/main.py wires each
 
 
 def load_plugins(paths: Iterable[str | Path]) -> None:
@@ -150,7 +151,8 @@ def check_sharded(cfg: RunConfig) -> None:
     import os
 
     t = cfg.trainer
-    _known("launcher", t.launcher, "trainer.launcher")
+    if t.launcher not in LAUNCHERS:  # wired by the CLI (cli/main.py), not a registry
+        raise ConfigError(f"trainer.launcher={t.launcher!r} is not a launcher; known: {', '.join(LAUNCHERS)}")
     if t.launcher == "ray" and not cfg.cluster.address:
         raise ConfigError("trainer.launcher=ray needs cluster.address (the Ray head, e.g. HEAD:6379 or auto)")
     world = int(os.environ.get("WORLD_SIZE", t.world_size))

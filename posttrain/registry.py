@@ -6,7 +6,9 @@
     build(Spec("exact_numeric", {"tolerance": 1e-6}), kind="verifier")
 
 Registration is explicit (a decorator at definition time); nothing is discovered by
-`__subclasses__` or signature sniffing. Facts about an algorithm are declared where it is
+`__subclasses__` or signature sniffing, and nothing is imported here: the built-ins register
+when their modules are imported, all of them by one explicit call,
+`posttrain.builtins.load_builtins()` (the CLI makes it at start). Facts about an algorithm are declared where it is
 registered, not in tables keyed by its name elsewhere:
 
     @loss("dapo", units="tokens")                             # how the sharded update weights ranks
@@ -14,9 +16,7 @@ registered, not in tables keyed by its name elsewhere:
     @verifier("python_tests", answer_format="code")           # the format rule (verifiers/rules.py)
 
 A kind with declared properties (`PROPERTIES`) refuses, at registration time, an entry that
-leaves one out or gives a value outside its choices; `registry(kind).props(name)` reads them. Built-in implementations register when their
-module is imported; `_BUILTIN_MODULES` names those modules so that a lookup of an
-unknown name can import them lazily before giving up.
+leaves one out or gives a value outside its choices; `registry(kind).props(name)` reads them. 
 
 A registered factory's signature is the one truth about which keyword arguments it takes:
 `check_kwargs` names an unknown key (from a config's `args`) before anything is built. What a
@@ -25,7 +25,6 @@ caller may pass beyond the config's `args` is a declared property, never sniffed
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any, Callable, Generic, TypeVar
 
@@ -33,30 +32,6 @@ from posttrain.errors import ConfigError
 from posttrain.types import Spec, thaw
 
 T = TypeVar("T")
-
-# kind -> modules whose import registers the built-in implementations of that kind.
-_BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
-    "verifier": ("posttrain.verifiers", "posttrain.longctx.reward"),
-    "domain": ("posttrain.tasks",),
-    "engine": ("posttrain.rollout",),
-    "loss": ("posttrain.train.losses",),
-    "dpo_loss": ("posttrain.train.losses",),
-    "advantage": ("posttrain.train.advantages",),
-    "kl": ("posttrain.train.losses",),
-    "offpolicy": ("posttrain.train.offpolicy",),
-    "sched_policy": ("posttrain.schedule",),
-    "tool": ("posttrain.rollout.agent.tools",),
-    "speculator": ("posttrain.rollout.engines.fast.speculative",),
-    "longctx_reader": ("posttrain.longctx.reader",),
-    "detector": ("posttrain.eval.detectors",),
-    "tracker": ("posttrain.store.trackers",),
-    "sharded_trainer": ("posttrain.train.sharded.loops",),  # sft/dpo phases at world size N (rank 0)
-    "recipe": tuple(f"posttrain.recipes.{m}" for m in ("quickstart", "vision", "agent", "sft", "dpo")),  # pipeline.py
-    "agent_proxy": ("posttrain.serve.proxy_host",),  # rollout/agent/external.py; serve sits above rollout
-    "rl_loop": ("posttrain.train.async_rl.loop",),  # rl.max_staleness > 0; looked up by name: async_rl imports rl
-    "launcher": ("posttrain.parallel.launch", "posttrain.distributed.trainer_group"),  # trainer.launcher=ray: ranks 1..N-1 on the cluster
-}
-
 
 # kind -> {property: its allowed values (a tuple) or its type}: every entry of the kind declares each.
 PROPERTIES: dict[str, dict[str, tuple[Any, ...] | type]] = {
@@ -107,20 +82,13 @@ class Registry(Generic[T]):
         self.get(name)
         return dict(self._props[name])
 
-    def _load_builtins(self) -> None:
-        for mod in _BUILTIN_MODULES.get(self.kind, ()):
-            importlib.import_module(mod)
-
     def get(self, name: str) -> T:
         if name not in self._items:
-            self._load_builtins()
-        if name not in self._items:
-            known = ", ".join(sorted(self._items)) or "none"
+            known = ", ".join(sorted(self._items)) or "none (posttrain.builtins.load_builtins() loads the built-ins)"
             raise ConfigError(f"unknown {self.kind} {name!r}; known: {known}")
         return self._items[name]
 
     def names(self) -> list[str]:
-        self._load_builtins()
         return sorted(self._items)
 
     def __contains__(self, name: str) -> bool:

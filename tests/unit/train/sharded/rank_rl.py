@@ -8,6 +8,10 @@ loop on the sharded trainer and the other ranks follow. OUT.pt: {"rows", "state"
 
 from __future__ import annotations
 
+from posttrain.builtins import load_builtins
+
+load_builtins()  # a rank is its own interpreter: what the CLI and the suite do first
+
 import asyncio
 import dataclasses
 import os
