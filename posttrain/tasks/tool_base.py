@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from posttrain.registry import tool
+from posttrain.registry import Registry, registry, tool
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -36,6 +36,9 @@ class Tool:
     def openai_schema(self) -> dict[str, Any]:
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": dict(self.schema)}}
+
+
+TOOLS: "Registry[Tool]" = registry("tool")  # the typed "tool" extension point: declared Tools only
 
 
 def tool_fn(name: str, description: str, parameters: Mapping[str, Any], timeout_s: float = DEFAULT_TIMEOUT_S,

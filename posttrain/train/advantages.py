@@ -17,14 +17,23 @@ with `rl.advantage`. Hand-computed checks live in tests/unit/train/test_advantag
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import torch
 
-from posttrain.registry import advantage, registry
+from posttrain.registry import Registry, advantage, registry
 from posttrain.types import Trajectory
 
 EPS = 1e-6
+
+
+class AdvantageEstimator(Protocol):
+    """rewards [G, n], mask [G, n] -> advantages [G, n], 0 where mask is False."""
+
+    def __call__(self, rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor: ...
+
+
+ADVANTAGES: Registry[AdvantageEstimator] = registry("advantage")  # the typed "advantage" extension point
 
 
 def _group_stats(rewards: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -88,8 +97,8 @@ def estimate_advantages(groups: Sequence[Sequence[Trajectory]], name: str) -> to
     the estimator over the padded batch; infra errors and baseline-less groups get 0."""
     if not groups:
         return torch.zeros(0)
-    rewards, mask = padded_rewards(groups, registry("advantage").props(name)["min_group"])  # [G, n_max] each
-    adv = registry("advantage").get(name)(rewards, mask)  # [G, n_max]
+    rewards, mask = padded_rewards(groups, ADVANTAGES.props(name)["min_group"])  # [G, n_max] each
+    adv = ADVANTAGES.get(name)(rewards, mask)  # [G, n_max]
     return torch.cat([adv[i, : len(g)] for i, g in enumerate(groups)])  # [B]
 
 

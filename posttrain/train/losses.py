@@ -8,9 +8,21 @@ floats such as `clip_frac`. Selected by name with `rl.loss`; no string switches.
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import torch
 
-from posttrain.registry import kl_estimator, loss
+from posttrain.registry import Registry, kl_estimator, loss, registry
+
+
+class Loss(Protocol):
+    """A policy loss: (logp, old_logp [B, T], adv [B], mask [B, T], **args) -> (scalar, stats)."""
+
+    def __call__(self, logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                 **kwargs: Any) -> tuple[torch.Tensor, dict[str, float]]: ...
+
+
+LOSSES: Registry[Loss] = registry("loss")  # the typed view of the "loss" extension point
 
 
 def _masked_seq_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

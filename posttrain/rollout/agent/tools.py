@@ -33,9 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from posttrain.errors import SandboxError
-from posttrain.registry import registry
 from posttrain.tasks import scene_api  # noqa: F401  registers the scene tools
-from posttrain.tasks.tool_base import DEFAULT_TIMEOUT_S, Tool, ToolError, tool_fn  # noqa: F401  (Tool: re-exported)
+from posttrain.tasks.tool_base import DEFAULT_TIMEOUT_S, TOOLS, Tool, ToolError, tool_fn  # noqa: F401  (Tool: re-exported)
 import posttrain.tasks.tools_impl  # noqa: F401  registers the domain tools
 from posttrain.types import ExecResult, Task
 
@@ -55,7 +54,7 @@ class Observation:
 
 def get_tool(name: str) -> Tool:
     """The registered tool `name` (ConfigError naming the known tools when unknown)."""
-    return registry("tool").get(name)
+    return TOOLS.get(name)
 
 
 def needs_session(task: Task) -> bool:
