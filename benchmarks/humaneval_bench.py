@@ -62,7 +62,7 @@ _main()
 '''
 
 
-@verifier("humaneval_legacy")
+@verifier("humaneval_legacy", answer_format="code")
 class LegacyHumanEval(HumanEvalTests):
     async def __call__(self, task: Task, trajectory: Trajectory, ctx) -> VerifyResult:
         import secrets
@@ -145,7 +145,7 @@ def _legacy_score(tests, out) -> VerifyResult:
     return VerifyResult(sum(passed) / len(passed), all(passed))
 
 
-@verifier("python_tests_legacy")
+@verifier("python_tests_legacy", answer_format="code")
 class LegacyPythonTests(PythonTests):
     async def verify_batch(self, task: Task, answers: list[str], ctx) -> list[VerifyResult]:
         files = {"answers.json": json.dumps([a.strip() for a in answers]),

@@ -28,10 +28,9 @@ from posttrain.errors import ConfigError
 from posttrain.registry import check_kwargs, registry
 from posttrain.types import Task
 
-# Group-relative advantage estimators: a group of one sample has no baseline.
-_GROUP_ADVANTAGES = ("group_norm", "group_mean", "rloo")
 # What make_engine passes an engine itself: engine.args may not set them.
 ENGINE_RESERVED = ("model", "tokenizer")
+LAUNCHERS = ("local", "ray")  # how trainer.world_size > 1 starts its ranks: cli/main.py wires each
 
 
 def load_plugins(paths: Iterable[str | Path]) -> None:
@@ -65,9 +64,10 @@ def _check_rl(cfg: RunConfig) -> None:
     _known("advantage", rl.advantage, "rl.advantage")
     if rl.kl_coef > 0:
         _known("kl", rl.kl_estimator, "rl.kl_estimator")
-    if rl.advantage in _GROUP_ADVANTAGES and rl.group_size < 2:
+    min_group = registry("advantage").props(rl.advantage)["min_group"]  # declared where it registers
+    if rl.group_size < min_group:
         raise ConfigError(f"rl.group_size={rl.group_size}: the {rl.advantage!r} advantage compares samples of one "
-                          "prompt, so it needs rl.group_size >= 2")
+                          f"prompt, so it needs rl.group_size >= {min_group}")
     if rl.clip_eps_high is not None and rl.clip_eps is not None and rl.clip_eps_high < rl.clip_eps:
         raise ConfigError(f"rl.clip_eps_high={rl.clip_eps_high} is below rl.clip_eps={rl.clip_eps}")
     _known("sched_policy", cfg.schedule.policy, "schedule.policy")
@@ -96,8 +96,7 @@ def _check_async(cfg: RunConfig) -> None:
         raise ConfigError("rl.partial_rollouts=true needs rl.max_staleness >= 1: with K = 0 no weights arrive while "
                           "a batch generates; set rl.max_staleness=1 or rl.partial_rollouts=false")
     if rl.partial_rollouts:
-        factory = registry("engine").get(cfg.engine.name)
-        if not getattr(factory, "inflight_weight_update", False):  # an engine declares it can swap weights between decode steps
+        if not registry("engine").props(cfg.engine.name)["inflight_weights"]:  # declared where the engine registers
             raise ConfigError(f"rl.partial_rollouts=true: engine.name={cfg.engine.name!r} cannot take new weights in the middle "
                               "of a batch; set rl.partial_rollouts=false")
 
@@ -208,8 +207,7 @@ def _model_json(d: Path) -> dict:
 
 def _engine_reason(name: str, model_cfg: dict) -> str | None:
     """The engine's own pure check (package installed, architecture supported), or None."""
-    factory = registry("engine").get(name)
-    check = getattr(factory, "unsupported_reason", None)  # an engine's own pure check of a config.json
+    check = registry("engine").props(name)["model_check"]  # the engine's own pure check, declared where it registers
     return check(model_cfg) if check is not None else None
 
 
@@ -243,7 +241,8 @@ def check_sharded(cfg: RunConfig) -> None:
     import os
 
     t = cfg.trainer
-    _known("launcher", t.launcher, "trainer.launcher")
+    if t.launcher not in LAUNCHERS:  # wired by the CLI (cli/main.py), not a registry
+        raise ConfigError(f"trainer.launcher={t.launcher!r} is not a launcher; known: {', '.join(LAUNCHERS)}")
     if t.launcher == "ray" and not cfg.cluster.address:
         raise ConfigError("trainer.launcher=ray needs cluster.address (the Ray head, e.g. HEAD:6379 or auto)")
     world = int(os.environ.get("WORLD_SIZE", t.world_size))

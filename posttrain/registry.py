@@ -1,23 +1,30 @@
 """Explicit named registries: every extension point is a Protocol plus one of these.
 
-    @verifier("exact_numeric")
+    @verifier("exact_numeric", answer_format="line")
     class ExactNumeric: ...
 
     build(Spec("exact_numeric", {"tolerance": 1e-6}), kind="verifier")
 
 Registration is explicit (a decorator at definition time); nothing is discovered by
-`__subclasses__` or signature sniffing. Built-in implementations register when their
-module is imported; `_BUILTIN_MODULES` names those modules so that a lookup of an
-unknown name can import them lazily before giving up.
+`__subclasses__` or signature sniffing, and nothing is imported here: the built-ins register
+when their modules are imported, all of them by one explicit call,
+`posttrain.builtins.load_builtins()` (the CLI makes it at start). Facts about an algorithm are declared where it is
+registered, not in tables keyed by its name elsewhere:
+
+    @loss("dapo", units="tokens")                             # how the sharded update weights ranks
+    @advantage("rloo", min_group=2, scope="group")            # config check; group vs batch statistics
+    @verifier("python_tests", answer_format="code")           # the format rule (verifiers/rules.py)
+
+A kind with declared properties (`PROPERTIES`) refuses, at registration time, an entry that
+leaves one out or gives a value outside its choices; `registry(kind).props(name)` reads them. 
 
 A registered factory's signature is the one truth about which keyword arguments it takes:
-`check_kwargs` names an unknown key (from a config's `args`) before anything is built, and
-`takes` lets a caller pass an optional keyword only to the factories that have it.
+`check_kwargs` names an unknown key (from a config's `args`) before anything is built. What a
+caller may pass beyond the config's `args` is a declared property, never sniffed.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any, Callable, Generic, TypeVar
 
@@ -26,28 +33,15 @@ from posttrain.types import Spec, thaw
 
 T = TypeVar("T")
 
-# kind -> modules whose import registers the built-in implementations of that kind.
-_BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
-    "verifier": ("posttrain.verifiers", "posttrain.longctx.reward"),
-    "domain": ("posttrain.tasks",),
-    "domain_check": ("posttrain.tasks",),  # per-domain load-time checks (args, difficulty range): tasks/reasoning_gym.py
-    "domain_family": ("posttrain.tasks",),  # prefix -> one-line error for an unknown member (rg-)
-    "engine": ("posttrain.rollout",),
-    "loss": ("posttrain.train.losses",),
-    "dpo_loss": ("posttrain.train.losses",),
-    "advantage": ("posttrain.train.advantages",),
-    "kl": ("posttrain.train.losses",),
-    "offpolicy": ("posttrain.train.offpolicy",),
-    "sched_policy": ("posttrain.schedule",),
-    "tool": ("posttrain.rollout.agent.tools",),
-    "speculator": ("posttrain.rollout.engines.fast.speculative",),
-    "longctx_reader": ("posttrain.longctx.reader",),
-    "detector": ("posttrain.eval.detectors",),
-    "tracker": ("posttrain.store.trackers",),
-    "sharded_trainer": ("posttrain.train.sharded.loops",),  # sft/dpo phases at world size N (rank 0)
-    "recipe": tuple(f"posttrain.recipes.{m}" for m in ("quickstart", "vision", "agent", "sft", "dpo")),  # pipeline.py
-    "agent_proxy": ("posttrain.serve.proxy_host",),  # rollout/agent/external.py; serve sits above rollout
-    "launcher": ("posttrain.parallel.launch", "posttrain.distributed.trainer_group"),  # trainer.launcher=ray: ranks 1..N-1 on the cluster
+# kind -> {property: its allowed values (a tuple) or its type}: every entry of the kind declares each.
+PROPERTIES: dict[str, dict[str, tuple[Any, ...] | type]] = {
+    "loss": {"units": ("tokens", "sequences")},  # what a loss averages over: a token mean or a sequence mean
+    "advantage": {"min_group": int, "scope": ("group", "batch")},  # scored samples a group needs; stats over
+    # the answer's shape for the format rule; "inner": a composite, its inner verifiers decide
+    "verifier": {"answer_format": ("line", "code", "text", "long", "inner")},
+    # inflight_weights: takes new weights between decode steps (rl.partial_rollouts); max_batch_arg: takes
+    # `max_batch`, its generation concurrency; model_check: config.json dict -> why it cannot run it, or None
+    "engine": {"inflight_weights": bool, "max_batch_arg": bool, "model_check": object},
 }
 
 
@@ -55,34 +49,50 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._props: dict[str, dict[str, Any]] = {}
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str, **props: Any) -> Callable[[T], T]:
+        self._check_props(name, props)  # at registration time: before the decorated object exists
+
         def deco(obj: T) -> T:
             if name in self._items and self._items[name] is not obj:
                 raise ValueError(f"{self.kind} {name!r} is already registered")
-            self._items[name] = obj
+            self._items[name], self._props[name] = obj, dict(props)
             return obj
 
         return deco
 
-    def _load_builtins(self) -> None:
-        for mod in _BUILTIN_MODULES.get(self.kind, ()):
-            importlib.import_module(mod)
+    def _check_props(self, name: str, props: dict[str, Any]) -> None:
+        declared = PROPERTIES.get(self.kind, {})
+        for key, allowed in declared.items():
+            if key not in props:
+                raise ValueError(f"{self.kind} {name!r} must declare {key}= when it registers "
+                                 f"({_describe(allowed)})")
+            value = props[key]
+            ok = value in allowed if isinstance(allowed, tuple) else isinstance(value, allowed)
+            if not ok:
+                raise ValueError(f"{self.kind} {name!r}: {key}={value!r} is not {_describe(allowed)}")
+        for key in props:
+            if key not in declared:
+                raise ValueError(f"{self.kind} {name!r}: unknown property {key}=; "
+                                 f"a {self.kind} declares: {', '.join(declared) or 'nothing'}")
+
+    def props(self, name: str) -> dict[str, Any]:
+        """The properties `name` declared when it registered (looked up as `get` does)."""
+        self.get(name)
+        return dict(self._props[name])
 
     def get(self, name: str) -> T:
         if name not in self._items:
-            self._load_builtins()
-        if name not in self._items:
             import difflib
 
-            known = ", ".join(sorted(self._items)) or "none"
             close = difflib.get_close_matches(str(name), list(self._items), n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
+            known = ", ".join(sorted(self._items)) or "none (posttrain.builtins.load_builtins() loads the built-ins)"
             raise ConfigError(f"unknown {self.kind} {name!r}{hint}; known: {known}")
         return self._items[name]
 
     def names(self) -> list[str]:
-        self._load_builtins()
         return sorted(self._items)
 
     def __contains__(self, name: str) -> bool:
@@ -90,6 +100,10 @@ class Registry(Generic[T]):
 
 
 _REGISTRIES: dict[str, Registry[Any]] = {}
+
+
+def _describe(allowed: tuple[Any, ...] | type) -> str:
+    return f"one of {', '.join(map(repr, allowed))}" if isinstance(allowed, tuple) else f"a {allowed.__name__}"
 
 
 def _keywords(factory: Any) -> tuple[list[str], bool] | None:
@@ -116,36 +130,32 @@ def check_kwargs(factory: Any, args: dict[str, Any], key: str, what: str, reserv
             raise ConfigError(f"{key}.{k}: {what} takes no argument {k!r}; it takes: {', '.join(named) or 'none'}")
 
 
-def takes(factory: Any, name: str) -> bool:
-    """Whether `factory` accepts the keyword `name` (a factory without a signature: assumed so)."""
-    sig = _keywords(factory)
-    return sig is None or name in sig[0] or sig[1]
-
-
 def registry(kind: str) -> Registry[Any]:
     if kind not in _REGISTRIES:
         _REGISTRIES[kind] = Registry(kind)
     return _REGISTRIES[kind]
 
 
-def verifier(name: str) -> Callable[[T], T]:
-    return registry("verifier").register(name)
+def verifier(name: str, *, answer_format: str) -> Callable[[T], T]:
+    return registry("verifier").register(name, answer_format=answer_format)
 
 
 def domain(name: str) -> Callable[[T], T]:
     return registry("domain").register(name)
 
 
-def engine(name: str) -> Callable[[T], T]:
-    return registry("engine").register(name)
+def engine(name: str, *, inflight_weights: bool, max_batch_arg: bool,
+           model_check: Callable[[dict], str | None] | None) -> Callable[[T], T]:
+    return registry("engine").register(name, inflight_weights=inflight_weights, max_batch_arg=max_batch_arg,
+                                       model_check=model_check)
 
 
-def loss(name: str) -> Callable[[T], T]:
-    return registry("loss").register(name)
+def loss(name: str, *, units: str) -> Callable[[T], T]:
+    return registry("loss").register(name, units=units)
 
 
-def advantage(name: str) -> Callable[[T], T]:
-    return registry("advantage").register(name)
+def advantage(name: str, *, min_group: int, scope: str) -> Callable[[T], T]:
+    return registry("advantage").register(name, min_group=min_group, scope=scope)
 
 
 def kl_estimator(name: str) -> Callable[[T], T]:

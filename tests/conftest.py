@@ -5,9 +5,16 @@ SIGINT: a job started in the background by a shell without job control (`cmd &` 
 and Python then leaves it ignored: the CLI would never see the Ctrl-C the interrupt tests send
 (tests/integration/test_cli_rl.py, test_async_rl_cli.py). Installing Python's own handler here
 gives every process the tests start the default disposition, as under an interactive shell.
+
+Built-ins: the registries import nothing themselves (registry.py); the suite loads every
+built-in once, as the CLI does (posttrain/builtins.py).
 """
 
 import signal
+
+from posttrain.builtins import load_builtins
+
+load_builtins()  # what the CLI does at start: every extension point's built-ins registered
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)

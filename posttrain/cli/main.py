@@ -16,6 +16,8 @@ import sys
 # would interleave with it. Set before transformers is first imported; a user's own setting wins.
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
+from typing import Any
+
 import typer
 
 from posttrain.errors import PosttrainError
@@ -45,9 +47,17 @@ _register_commands()
 
 
 def main() -> None:
-    from posttrain.parallel.launch import maybe_spawn
+    from posttrain.builtins import load_builtins
+    from posttrain.parallel.launch import launch_local, maybe_spawn
 
-    maybe_spawn(sys.argv[1:])  # trainer.world_size=N: this command re-run as N ranks (no torch import)
+    def launch_ray(*args: Any) -> Any:  # imported only when asked for: Ray is optional
+        from posttrain.distributed.trainer_group import launch_ray_group
+
+        return launch_ray_group(*args)
+
+    # trainer.world_size=N: this command re-run as N ranks (no torch import before this)
+    maybe_spawn(sys.argv[1:], {"local": launch_local, "ray": launch_ray})
+    load_builtins()  # every extension point's built-ins, once
     try:
         app()
     except PosttrainError as e:

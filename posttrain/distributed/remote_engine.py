@@ -167,7 +167,10 @@ class RemoteEngine:
                 self._finish(w)
 
     # ---- generation ---------------------------------------------------------------------
-    inflight_weight_update = True  # set_weight_source: workers take new weights mid-batch (offers.py)
+    # InflightWeights (rollout/engine.py): set_weight_source, workers take new weights mid-batch (offers.py)
+    def inflight_updates(self) -> int:
+        return int(self.counters["inflight_updates"])
+
 
     def set_weight_source(self, source: Any) -> None:
         """Poll `source()` -> (version, state) | None while a generate runs (None: stop)."""

@@ -43,7 +43,7 @@ class RolloutWorker:
         self.generated = 0
         self._offered: tuple[int, Any, Mapping[str, str]] | None = None  # newest offer not yet taken
         self._offer_lock = threading.Lock()
-        if getattr(self.engine, "inflight_weight_update", False):
+        if isinstance(self.engine, InflightWeights):
             self.engine.set_weight_source(self._take_offer)  # polled between decode steps
 
     def info(self) -> dict[str, Any]:
@@ -57,7 +57,7 @@ class RolloutWorker:
         rep = self.engine.load_weights(state, version, manifest) if manifest is not None \
             else self.engine.load_weights(state, version)
         out = {"version": self.engine.weights_version, "install_s": time.perf_counter() - t0}
-        if rep is not None and hasattr(rep, "verify_s"):
+        if isinstance(rep, SyncReport):
             out.update(copy_s=rep.copy_s, verify_s=rep.verify_s, bytes=rep.bytes, tensors=rep.tensors)
         return out
 
@@ -111,7 +111,7 @@ class RolloutWorker:
         self._sync = None
         rep = sync.finish()
         out = {"version": self.engine.weights_version, "install_s": time.perf_counter() - self._sync_t0}
-        if rep is not None and hasattr(rep, "verify_s"):
+        if isinstance(rep, SyncReport):
             out.update(copy_s=rep.copy_s, verify_s=rep.verify_s, bytes=rep.bytes, tensors=rep.tensors)
         return out
 
@@ -134,7 +134,7 @@ class RolloutWorker:
         """(version at the start, completions, version at the end, weights taken mid-batch);
         the driver checks the versions it got (every token also carries its own)."""
         def taken() -> int:
-            return getattr(self.engine, "counters", {}).get("inflight_updates", 0)
+            return self.engine.inflight_updates() if isinstance(self.engine, InflightWeights) else 0
 
         v, before = self.engine.weights_version, taken()
         outs = self.engine.generate(requests)

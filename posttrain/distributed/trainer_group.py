@@ -22,7 +22,6 @@ import os
 import sys
 from typing import Any, Mapping
 
-from posttrain.registry import registry
 
 _GROUP: list[Any] = []  # the actors and their `follow` refs: alive as long as this process
 
@@ -51,7 +50,6 @@ class RankActor:
         return follow(rank, world, timeout_s)
 
 
-@registry("launcher").register("ray")
 def launch_ray_group(argv: Any, world: int, timeout_s: float, settings: Mapping[str, str]) -> list[str]:
     """Start ranks 1..world-1 as actors and make this process rank 0; returns their node labels.
     `settings`: the command line's `cluster.address`, `trainer.rank_cpus`, `trainer.rank_gpus`."""

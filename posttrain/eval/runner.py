@@ -304,14 +304,14 @@ def _earlier_wall(out: Path) -> dict[str, Any]:
 def _build(ref: ModelRef, engine: str, batch: int) -> tuple[Any, Any]:
     from posttrain.models import load_policy
     from posttrain.models.vlm import is_vision_dir, load_vlm
-    from posttrain.registry import registry, takes
+    from posttrain.registry import registry
     from posttrain.rollout import make_engine
 
     vision = is_vision_dir(ref.path)
     if engine == "auto":  # the fast engine is text-only (llama/qwen2/mistral); image models take hf's generate
         engine = "fast" if "fast" in registry("engine").names() and not vision else "hf"
     # the generation concurrency, to the engines that batch by it (vllm schedules its own batches)
-    extra = {"max_batch": batch} if takes(registry("engine").get(engine), "max_batch") else {}
+    extra = {"max_batch": batch} if registry("engine").props(engine)["max_batch_arg"] else {}
     model, tok = load_vlm(ref.path) if vision else load_policy(ref.path)
     return make_engine(engine, model, tok, **extra), tok
 

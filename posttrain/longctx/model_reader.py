@@ -62,7 +62,7 @@ class ModelReader:
                  answer_tokens: int = 24, name: str = "model") -> None:
         self.engine, self.tok = engine, tokenizer
         self.context_tokens, self.summary_tokens, self.answer_tokens = context_tokens, summary_tokens, answer_tokens
-        self.name = f"{name}@v{getattr(engine, 'weights_version', 0)}"
+        self.name = f"{name}@v{engine.weights_version}"
         self.calls = 0
         self.prompt_tokens = 0
 

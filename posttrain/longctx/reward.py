@@ -19,7 +19,7 @@ from posttrain.verifiers.base import VerifyContext
 _BRACKET = re.compile(r"\[\s*([A-Za-z]*\d+)(?::\d+-\d+)?\s*\]")
 
 
-@verifier("cited_answer")
+@verifier("cited_answer", answer_format="text")
 class CitedAnswer:
     def __init__(self, answer: str, cite: str | list[str], partial: float = 0.3) -> None:
         self.answer = str(answer).strip().lower()

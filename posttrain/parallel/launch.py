@@ -3,7 +3,7 @@
     posttrain sft cfg.yaml trainer.world_size=2       # the CLI re-runs itself as 2 ranks
     torchrun --nproc-per-node 2 -m posttrain sft cfg.yaml   # the same, launched by torchrun
 
-`maybe_spawn(argv)` is called by the CLI before anything else (no torch import): when the
+`maybe_spawn(argv, launchers)` is called by the CLI before anything else (no torch import): when the
 command line (or the config YAML it names) asks for world_size > 1 and this process is not
 already a rank, it runs `python -m posttrain ARGV` N times with RANK, LOCAL_RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT and POSTTRAIN_TIMEOUT_S set, and watches them. When a
@@ -31,9 +31,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from posttrain.registry import registry
 
 DEFAULT_TIMEOUT_S = 300.0
 TRAINING_COMMANDS = ("sft", "dpo", "rl", "quickstart")  # the commands that train; others ignore world_size
@@ -82,21 +81,28 @@ def _trainer_settings(argv: Sequence[str]) -> tuple[int, float]:
         return 1, DEFAULT_TIMEOUT_S  # load_config names the bad value
 
 
-def maybe_spawn(argv: Sequence[str]) -> None:
+Launcher = Callable[[Sequence[str], int, float, Mapping[str, str]], Any]
+
+
+def maybe_spawn(argv: Sequence[str], launchers: Mapping[str, Launcher]) -> None:
     """Start this command's other ranks, if it asks for world_size N > 1, through the
-    `trainer.launcher` it names: `local` (default) re-runs it as N processes here and exits
-    with the job's status; `ray` (distributed/trainer_group.py) starts ranks 1..N-1 as Ray
-    actors and returns with this process as rank 0."""
+    `trainer.launcher` it names, one of `launchers` (the CLI wires them: parallel/ knows no
+    cluster): `local` (default, `launch_local`) re-runs it as N processes here and exits with
+    the job's status; `ray` (distributed/trainer_group.py) starts ranks 1..N-1 as Ray actors
+    and returns with this process as rank 0."""
     if "WORLD_SIZE" in os.environ or "--help" in argv or not argv or argv[0] not in TRAINING_COMMANDS:
         return
     n, timeout_s = _trainer_settings(argv)
     if n <= 1:
         return
     found = _peek(argv)
-    from posttrain.errors import PosttrainError
+    from posttrain.errors import ConfigError, PosttrainError
 
     try:
-        registry("launcher").get(found.get("trainer.launcher", "local"))(argv, n, timeout_s, found)
+        name = found.get("trainer.launcher", "local")
+        if name not in launchers:
+            raise ConfigError(f"unknown trainer.launcher {name!r}; known: {', '.join(sorted(launchers))}")
+        launchers[name](argv, n, timeout_s, found)
     except PosttrainError as e:  # an unknown launcher, no cluster.address, an unreachable cluster
         print(f"posttrain: error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -109,7 +115,6 @@ def maybe_spawn(argv: Sequence[str]) -> None:
     atexit.register(release_followers, timeout_s)
 
 
-@registry("launcher").register("local")
 def launch_local(argv: Sequence[str], world: int, timeout_s: float, settings: Mapping[str, str]) -> None:
     """N processes of this command line on this machine; exits with the job's status."""
     sys.exit(run_ranks([sys.executable, "-m", "posttrain", *argv], world, timeout_s))

@@ -74,7 +74,6 @@ class DPO:
     async def train(self, ctx: RunContext) -> None:
         from posttrain.models import save_policy
         from posttrain.models.vlm import save_vlm
-        from posttrain.registry import registry
         from posttrain.store.metrics import run_metrics
         from posttrain.train.dpo import train_dpo
         from posttrain.train.lora import export_model
@@ -89,8 +88,9 @@ class DPO:
         evals = (x["held"], x["ref_eval"]) if x["held"] else None
         try:
             if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # rank 0 of N: the same pairs on FSDP2/TP shards
-                hist, ctx.model = registry("sharded_trainer").get("dpo")(cfg, ctx.model, pad, x["train"], on_step,
-                                                                         x["ref"])
+                from posttrain.train.sharded.loops import run_sharded_dpo
+
+                hist, ctx.model = run_sharded_dpo(cfg, ctx.model, pad, x["train"], on_step, x["ref"])
             else:
                 hist = train_dpo(ctx.model, x["train"], x["ref"], cfg.dpo, cfg.trainer, pad, cfg.seed, evals, on_step)
         finally:

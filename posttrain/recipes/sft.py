@@ -55,7 +55,6 @@ class SFT:
 
     async def train(self, ctx: RunContext) -> None:
         from posttrain.models import save_policy
-        from posttrain.registry import registry
         from posttrain.store.metrics import run_metrics
         from posttrain.train.lora import export_model
         from posttrain.train.sft import train_encoded
@@ -69,7 +68,9 @@ class SFT:
 
         try:
             if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # rank 0 of N: the same batches on FSDP2/TP shards
-                hist, ctx.model = registry("sharded_trainer").get("sft")(cfg, ctx.model, pad, ctx.extra["train"], on_step)
+                from posttrain.train.sharded.loops import run_sharded_sft
+
+                hist, ctx.model = run_sharded_sft(cfg, ctx.model, pad, ctx.extra["train"], on_step)
             else:
                 hist = train_encoded(ctx.model, pad, ctx.extra["train"], cfg.sft, cfg.trainer, cfg.seed,
                                      ctx.extra["evals"], on_step)

@@ -78,3 +78,87 @@ class Engine(Protocol):
     def load_weights(self, state: Mapping[str, Any], version: int) -> None:
         """Install `state` as weights `version`; verify it and raise on any mismatch."""
         ...
+
+
+# ---- capabilities beyond `Engine`: each a Protocol an engine implements publicly; callers check
+# `isinstance(engine, X)` (or `issubclass(factory, X)` before building one), never getattr/hasattr.
+
+
+@runtime_checkable
+class EngineInfo(Protocol):
+    """An engine that knows its model's context length (tokens, prompt and completion together)."""
+
+    max_len: int
+
+
+@runtime_checkable
+class DescribesModel(Protocol):
+    """An engine that can name its model for error messages ("LlamaForCausalLM (runs/x/sft-model)")."""
+
+    model_label: str
+
+
+@runtime_checkable
+class WeightReceiver(Protocol):
+    """Takes weights in buckets (weight_sync.py): begin_weights(version) -> an install to feed and commit."""
+
+    def begin_weights(self, version: int) -> Any: ...
+
+
+@runtime_checkable
+class InflightWeights(Protocol):
+    """Takes newer weights between decode steps of a running batch (rl.partial_rollouts)."""
+
+    def set_weight_source(self, source: Any) -> None: ...
+
+    def inflight_updates(self) -> int:
+        """Weights taken in the middle of a batch so far."""
+        ...
+
+
+@runtime_checkable
+class ClusterMetrics(Protocol):
+    """A part spread over a cluster (Ray engines, sandboxes): per-node throughput, queue depth, failures."""
+
+    def cluster_metrics(self) -> dict[str, float]: ...
+
+
+@runtime_checkable
+class StreamingEngine(Protocol):
+    """An engine driven one scheduling step at a time (serve/loop.py): requests join a running batch.
+
+    All calls come from one thread, inside `with engine.serving():`, which holds the engine for
+    the server while it has work. `submit` queues a request (an error string refuses it);
+    `step()` expires, admits and decodes once, returning what was produced since the last call."""
+
+    weights_version: int
+
+    @property
+    def stop_ids(self) -> tuple[int, ...]:
+        """The token ids that end a turn (the chat layer strips them)."""
+        ...
+
+    def open_lanes(self, lanes: int | None, lane_len: int | None) -> None: ...
+
+    def serving(self) -> Any: ...
+
+    def submit(self, rid: int, req: GenRequest) -> str: ...
+
+    def cancel(self, rid: int) -> None: ...
+
+    def step(self, admit: bool = True) -> tuple[list[tuple[int, int, list[int], list[float]]],
+                                                 list[tuple[int, int, Completion]]]: ...
+
+    def running(self) -> int: ...
+
+    def queued(self) -> int: ...
+
+    def release(self, rid: int) -> None: ...
+
+    def weights_mismatch(self, state: Mapping[str, Any]) -> str:
+        """Why `state` cannot be installed into the served model ("" if it fits)."""
+        ...
+
+    def install_serving(self, state: Mapping[str, Any], version: int) -> Any:
+        """Install `state` as `version` from the serving thread (inside `serving()`)."""
+        ...

@@ -146,10 +146,6 @@ def with_text(task: Task, text: str) -> Task:
 
 def engine_model_label(engine: Any) -> str:
     """A human name for the engine's model, for error messages ("LlamaForCausalLM (runs/x/sft-model)")."""
-    from posttrain.models.vlm import model_name
+    from posttrain.rollout.engine import DescribesModel
 
-    model = getattr(engine, "model", None)
-    if model is not None:
-        return model_name(model)
-    path = getattr(getattr(engine, "tok", None), "name_or_path", "")
-    return f"{type(engine).__name__} ({path})" if path else type(engine).__name__
+    return engine.model_label if isinstance(engine, DescribesModel) else type(engine).__name__

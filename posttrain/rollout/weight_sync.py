@@ -233,7 +233,8 @@ class MergedInstall:
 
 def begin_weights(engine: Any, version: int, lock: bool = True) -> Any:
     """The engine's own bucketed sync (`engine.begin_weights`), else a merging one."""
-    begin = getattr(engine, "begin_weights", None)
-    if begin is None:
+    from posttrain.rollout.engine import WeightReceiver
+
+    if not isinstance(engine, WeightReceiver):
         return MergedInstall(engine, version)
-    return begin(version, lock=lock) if lock is False else begin(version)
+    return engine.begin_weights(version, lock=lock) if lock is False else engine.begin_weights(version)

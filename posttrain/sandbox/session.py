@@ -35,7 +35,7 @@ import posttrain.sandbox.limits as lim
 from posttrain.sandbox.bwrap import bwrap_argv, fixed_env, rootfs_argv, rootfs_env, run_as
 from posttrain.sandbox.cgroups import Cgroup
 from posttrain.sandbox.images import Image
-from posttrain.sandbox.launch import launch
+from posttrain.sandbox.launch import Launched, launch
 from posttrain.sandbox.runtime import workspace_root
 from posttrain.sandbox.workspace import Manifest, Workspace, copy_tree_into, diff
 from posttrain.types import ExecLimits, ExecResult, FileChange
@@ -64,27 +64,35 @@ class ShellSession:
         self._pending = b""
         self._snapshot: Manifest = {}
         self._last: Manifest = {}
+        # What start() has made so far; close() (or a failed start) undoes exactly that.
+        self.ws: Workspace | None = None
+        self.ctl: Workspace | None = None
+        self.cg: Cgroup | None = None
+        self.launched: Launched | None = None
+        self._in = self._out = -1
 
     # ---- lifecycle -------------------------------------------------------------------
     async def start(self) -> "ShellSession":
         return self.start_blocking()
 
     def start_blocking(self) -> "ShellSession":
-        """The start itself (workspace, cgroup, bwrap); a warm pool runs it off the event loop."""
+        """The start itself (workspace, cgroup, bwrap); a warm pool runs it off the event loop. If any
+        part fails, remove what was made and raise."""
+        try:
+            return self._start()
+        except BaseException:
+            self.closed_reason = "closed"  # a session that never started is closed, not half-open
+            self._terminate()
+            raise
+
+    def _start(self) -> "ShellSession":
         uid = run_as()
         root = workspace_root()
         self.ws = Workspace.create(root, uid)
         if self.image.rootfs is not None:  # the workspace starts as the image's WORKDIR (or the tree given)
-            try:
-                copy_tree_into(Path(self.workspace_from or self.image.rootfs.workdir_tree), self.ws.path)
-            except BaseException:
-                self.ws.remove()
-                raise
+            copy_tree_into(Path(self.workspace_from or self.image.rootfs.workdir_tree), self.ws.path)
         self.ctl = Workspace.create(root, uid)
         self.cg = Cgroup.create(int(self.limits.memory_mb * lim.MB), int(self.limits.pids) + 3)
-        in_r, self._in = os.pipe2(os.O_CLOEXEC)
-        self._out, out_w = os.pipe2(os.O_CLOEXEC)
-        devnull = os.open(os.devnull, os.O_WRONLY)
         table = lim.rlimits(self.limits, self.cg is not None, self.cg is not None)
         table.pop(resource.RLIMIT_CPU)  # a per-shell CPU budget would end the session, not the step
         cmd = [*lim.prlimit_prefix(table), "/bin/bash", "--norc", "--noprofile"]
@@ -95,6 +103,9 @@ class ShellSession:
         else:
             binds = (*self.image.binds(), "--bind", str(self.ctl.path), CTL_INSIDE)
             argv_for = lambda extra: bwrap_argv(cmd, self.ws.path, fixed_env(self.image.pythonpath), binds, extra=extra)  # noqa: E731
+        in_r, self._in = os.pipe2(os.O_CLOEXEC)
+        self._out, out_w = os.pipe2(os.O_CLOEXEC)
+        devnull = os.open(os.devnull, os.O_WRONLY)  # launch() closes in_r, out_w and devnull, even on failure
         self.launched = launch(argv_for, (in_r, out_w, devnull), self.cg, None)
         os.set_blocking(self._out, False)
         self.started = time.monotonic()
@@ -119,16 +130,18 @@ class ShellSession:
             except OSError:
                 pass
         self._in = self._out = -1
-        try:
-            self.launched.proc.kill()
-        except ProcessLookupError:
-            pass
-        self.launched.proc.wait()
+        if self.launched is not None:
+            try:
+                self.launched.proc.kill()
+            except ProcessLookupError:
+                pass
+            self.launched.proc.wait()
         if self.cg is not None:
             self.cg.remove()
             self.cg = None
-        self.ws.remove()
-        self.ctl.remove()
+        for ws in (self.ws, self.ctl):
+            if ws is not None:
+                ws.remove()
 
     async def __aenter__(self) -> "ShellSession":
         return self

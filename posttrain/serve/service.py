@@ -37,7 +37,7 @@ class ServeState:
     @classmethod
     def create(cls, engine: Any, tok: Any, model_name: str, api_key: str | None = None, lanes: int | None = None,
                lane_len: int | None = None) -> "ServeState":
-        fmt = ChatFormat(tok, getattr(getattr(engine, "finisher", None), "eos", ()))
+        fmt = ChatFormat(tok, engine.stop_ids)
         return cls(engine, tok, model_name, EngineLoop(engine, lanes, lane_len).start(), fmt, api_key)
 
     def close(self) -> None:

@@ -28,17 +28,10 @@ def _load_state(path: str, eng: Any) -> dict[str, Any]:
     except PosttrainError as e:
         raise ApiError(400, str(e), param="path") from None
     state = model.state_dict()
-    views = eng._views
-    tied = "lm_head.weight" if eng.lm.tied else None
-    missing = sorted(set(views) - set(state))
-    extra = sorted(set(state) - set(views) - ({tied} if tied else set()))
-    if missing or extra:
-        raise ApiError(400, f"checkpoint {path} does not fit the served model: missing {missing[:3]}, "
-                            f"unexpected {extra[:3]}", param="path", code="weights_mismatch")
-    for name, view in views.items():
-        if tuple(state[name].shape) != tuple(view.shape):
-            raise ApiError(400, f"checkpoint {path}: {name} has shape {tuple(state[name].shape)}, the served model "
-                                f"has {tuple(view.shape)}", param="path", code="weights_mismatch")
+    why = eng.weights_mismatch(state)
+    if why:
+        raise ApiError(400, f"checkpoint {path} does not fit the served model: {why}", param="path",
+                       code="weights_mismatch")
     return state
 
 
@@ -46,7 +39,7 @@ async def reload_weights(serve: Any, body: WeightsRequest) -> dict[str, Any]:
     eng = serve.engine
     state = await asyncio.to_thread(_load_state, body.path, eng)
     version = body.version if body.version is not None else max(0, eng.weights_version) + 1
-    rep = await serve.loop.reload(lambda e: e._load_weights(state, version, None))  # loop thread holds the lock
+    rep = await serve.loop.reload(lambda e: e.install_serving(state, version))  # the loop thread holds the engine
     serve.counters["reloads"] += 1
     return {"version": rep.version, "tensors": rep.tensors, "bytes": rep.bytes, "copy_s": rep.copy_s,
             "verify_s": rep.verify_s, "path": body.path}

@@ -1,12 +1,14 @@
 """SQLite trajectory store: every sample of a run, idempotent by (step, group, sample).
 
     store = TrajectoryStore(run_dir / "trajectories.sqlite")
-    store.put_many(trajs)                  # INSERT OR REPLACE: a retried step never duplicates
+    store.put_many(trajs, advantages=adv)  # INSERT OR REPLACE: a retried step never duplicates
     for t in store.iter(step=3, task_id="code-0-7"): ...
     store.truncate_after(step)             # on resume: drop steps newer than the checkpoint
 
 A row keeps the summary columns for SQL queries plus the whole trajectory as JSON, so
-`posttrain replay` can rebuild `Trajectory` objects and re-verify them.
+`posttrain replay` can rebuild `Trajectory` objects and re-verify them. The `advantage`
+column is the value the update used (NULL where it used none, and in runs written before
+the column existed: it is added to an older database on open).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ CREATE TABLE IF NOT EXISTS trajectories (
   kind TEXT NOT NULL DEFAULT 'train', step INTEGER NOT NULL, grp INTEGER NOT NULL, sample INTEGER NOT NULL,
   task_id TEXT NOT NULL, task_version TEXT NOT NULL, domain TEXT NOT NULL,
   reward REAL, passed INTEGER, status TEXT, weights_version INTEGER, finish_reason TEXT,
-  error_boundary TEXT, data TEXT NOT NULL,
+  error_boundary TEXT, data TEXT NOT NULL, advantage REAL,
   PRIMARY KEY (kind, step, grp, sample)
 );
 CREATE INDEX IF NOT EXISTS traj_task ON trajectories (task_id);
@@ -90,6 +92,8 @@ class TrajectoryStore:
         # skips the fsync per step that FULL pays (~1 ms a step on the RL hot path)
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        if "advantage" not in {r[1] for r in self.db.execute("PRAGMA table_info(trajectories)")}:
+            self.db.execute("ALTER TABLE trajectories ADD COLUMN advantage REAL")  # a run from before the column
         self._lock = threading.Lock()  # one user of the connection at a time
         self._error: BaseException | None = None
         self._queue: queue.Queue | None = None
@@ -98,21 +102,34 @@ class TrajectoryStore:
             threading.Thread(target=self._drain, name="trajectory-store", daemon=True).start()
             atexit.register(self.close)  # a caller that never closes still gets its queued writes on disk
 
-    def put_many(self, trajs: Sequence[Trajectory], kind: str = "train") -> None:
+    def put_many(self, trajs: Sequence[Trajectory], kind: str = "train",
+                 advantages: Sequence[float | None] | None = None) -> None:
+        """`advantages[i]`: the advantage trajs[i] was trained with (None: not trained on)."""
+        advs = list(advantages) if advantages is not None else [None] * len(trajs)
+        if len(advs) != len(trajs):
+            raise ValueError(f"put_many: {len(advs)} advantages for {len(trajs)} trajectories")
         self._raise()
         if self._queue is None:
-            self._write(list(trajs), kind)
+            self._write(list(trajs), kind, advs)
         else:
-            self._queue.put((list(trajs), kind))
+            self._queue.put((list(trajs), kind, advs))
 
-    def _write(self, trajs: list[Trajectory], kind: str) -> None:
+    def _write(self, trajs: list[Trajectory], kind: str, advs: list[float | None]) -> None:
         rows = [(kind, t.step, t.group, t.sample, t.task_id, t.task_version, t.domain, t.reward,
                  int(bool(t.verify and t.verify.passed)), t.verify.status if t.verify else None, t.weights_version,
-                 t.finish_reason, t.error.boundary if t.error else None, json.dumps(traj_to_dict(t)))
-                for t in trajs]
+                 t.finish_reason, t.error.boundary if t.error else None, json.dumps(traj_to_dict(t)), a)
+                for t, a in zip(trajs, advs)]
         with self._lock, self.db:
             self.db.execute("BEGIN")
-            self.db.executemany("INSERT OR REPLACE INTO trajectories VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            self.db.executemany("INSERT OR REPLACE INTO trajectories VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+
+    def advantages(self, step: int, kind: str = "train") -> dict[tuple[int, int], float | None]:
+        """{(group, sample): stored advantage} of one step."""
+        self.flush()
+        with self._lock:
+            rows = self.db.execute("SELECT grp, sample, advantage FROM trajectories WHERE kind = ? AND step = ?",
+                                   (kind, step)).fetchall()
+        return {(g, s): a for g, s, a in rows}
 
     def _drain(self) -> None:
         q = self._queue  # close() drops the attribute; the thread keeps its queue

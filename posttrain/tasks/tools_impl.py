@@ -1,10 +1,10 @@
 """Tool implementations for the agent domains: calculator, lookup, unit converter, shell.
 
-Each tool is a plain function registered with `@tool(name)` (registry kind "tool") that
-carries a JSON Schema for its arguments:
+Each tool is a function registered with `@tool_fn(name, description, schema, ...)`, which
+declares a `Tool` (tasks/tool_base.py) in the "tool" registry:
 
-    fn = registry("tool").get("calculator")
-    fn.schema          # {"type": "object", "properties": {...}, "required": [...]}
+    t = registry("tool").get("calculator")
+    t.schema           # {"type": "object", "properties": {...}, "required": [...]}
     out = await call_tool("calculator", {"expression": "2*(3+4)"}, state)
 
 The signature is `fn(state, **arguments) -> str` (or an awaitable of str). `state` is
@@ -38,11 +38,13 @@ def ensure_registered() -> None:
     """Every built-in tool is registered once this module is imported (scene_api at the top)."""
 
 
+_VALIDATORS: dict[str, Any] = {}  # tool name -> its compiled argument validator
+
+
 def tool_schema(name: str) -> dict[str, Any]:
     """OpenAI-style function description for a prompt's tool list."""
     ensure_registered()
-    fn = registry("tool").get(name)
-    return {"type": "function", "function": {"name": name, "description": fn.description, "parameters": fn.schema}}
+    return registry("tool").get(name).openai_schema()
 
 
 async def call_tool(name: str, arguments: Mapping[str, Any], state: dict[str, Any]) -> str:
@@ -52,16 +54,16 @@ async def call_tool(name: str, arguments: Mapping[str, Any], state: dict[str, An
     ensure_registered()
     if name not in registry("tool"):
         raise ToolError(f"unknown tool {name!r}")
-    fn = registry("tool").get(name)
+    tool = registry("tool").get(name)
     arguments = thaw(arguments)  # frozen ToolCall arguments hold tuples; schemas expect lists
-    validator = getattr(fn, "_validator", None)
+    validator = _VALIDATORS.get(name)
     if validator is None:  # building a validator checks the schema itself: do it once per tool
-        validator = fn._validator = jsonschema.Draft202012Validator(fn.schema)
+        validator = _VALIDATORS[name] = jsonschema.Draft202012Validator(dict(tool.schema))
     err = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "arguments"
         raise ToolError(f"{name}: bad argument {where}: {err.message}")
-    out = fn(state, **arguments)
+    out = tool.fn(state, **arguments)
     if inspect.isawaitable(out):
         out = await out
     return str(out)
@@ -167,7 +169,8 @@ def convert(state: dict[str, Any], value: float, from_unit: str, to_unit: str) -
 
 
 @tool_fn("shell", "Run a shell command in the task's sandbox; cwd and files persist between calls.",
-         {"type": "object", "properties": {"cmd": {"type": "string", "maxLength": 10000}}, "required": ["cmd"], "additionalProperties": False})
+         {"type": "object", "properties": {"cmd": {"type": "string", "maxLength": 10000}}, "required": ["cmd"], "additionalProperties": False},
+         timeout_s=10.0, needs_session=True)
 async def shell(state: dict[str, Any], cmd: str) -> str:
     session = state.get("session")
     if session is None:

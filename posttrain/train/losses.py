@@ -8,9 +8,21 @@ floats such as `clip_frac`. Selected by name with `rl.loss`; no string switches.
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import torch
 
-from posttrain.registry import kl_estimator, loss
+from posttrain.registry import Registry, kl_estimator, loss, registry
+
+
+class Loss(Protocol):
+    """A policy loss: (logp, old_logp [B, T], adv [B], mask [B, T], **args) -> (scalar, stats)."""
+
+    def __call__(self, logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                 **kwargs: Any) -> tuple[torch.Tensor, dict[str, float]]: ...
+
+
+LOSSES: Registry[Loss] = registry("loss")  # the typed view of the "loss" extension point
 
 
 def _masked_seq_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -31,21 +43,21 @@ def _stats(was_clipped: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
     return {"clip_frac": float((was_clipped * mask).sum() / mask.sum().clamp(min=1))}
 
 
-@loss("grpo")
+@loss("grpo", units="sequences")
 def grpo_loss(logp, old_logp, adv, mask, clip_eps: float = 0.2, clip_eps_high: float | None = None, **_):
     """GRPO: clipped surrogate, mean over each sequence's tokens, then over sequences."""
     per_token, clipped = _clipped_surrogate(logp, old_logp, adv, clip_eps, clip_eps_high or clip_eps)
     return _masked_seq_mean(per_token, mask).mean(), _stats(clipped, mask)
 
 
-@loss("dapo")
+@loss("dapo", units="tokens")
 def dapo_loss(logp, old_logp, adv, mask, clip_eps: float = 0.2, clip_eps_high: float | None = 0.28, **_):
     """DAPO: token-level mean over the whole batch, asymmetric clip-higher."""
     per_token, clipped = _clipped_surrogate(logp, old_logp, adv, clip_eps, clip_eps_high or clip_eps)
     return (per_token * mask).sum() / mask.sum().clamp(min=1), _stats(clipped, mask)
 
 
-@loss("dr_grpo")
+@loss("dr_grpo", units="sequences")
 def dr_grpo_loss(logp, old_logp, adv, mask, clip_eps: float = 0.2, clip_eps_high: float | None = None,
                  max_tokens: int | None = None, **_):
     """Dr. GRPO: sum over tokens divided by a constant (B * max_tokens), no length bias."""
@@ -54,7 +66,7 @@ def dr_grpo_loss(logp, old_logp, adv, mask, clip_eps: float = 0.2, clip_eps_high
     return (per_token * mask).sum() / denom, _stats(clipped, mask)
 
 
-@loss("gspo")
+@loss("gspo", units="sequences")
 def gspo_loss(logp, old_logp, adv, mask, clip_eps: float = 3e-4, clip_eps_high: float | None = 4e-4, **_):
     """GSPO: one importance ratio per sequence, exp(mean token log-ratio), clipped."""
     log_ratio = _masked_seq_mean(logp - old_logp, mask)  # [B]
@@ -65,7 +77,7 @@ def gspo_loss(logp, old_logp, adv, mask, clip_eps: float = 3e-4, clip_eps_high: 
     return -torch.minimum(unclipped, clipped).mean(), {"clip_frac": float(was.mean())}
 
 
-@loss("cispo")
+@loss("cispo", units="tokens")
 def cispo_loss(logp, old_logp, adv, mask, clip_eps_high: float | None = 0.28, **_):
     """CISPO: REINFORCE weighted by a clipped, stop-gradient IS ratio; no token is dropped."""
     ratio = torch.exp(logp - old_logp)

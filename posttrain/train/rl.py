@@ -33,6 +33,7 @@ from posttrain.config import RunConfig
 from posttrain.eval.heldout import HeldoutResult
 from posttrain.registry import registry
 from posttrain.rollout import make_engine
+from posttrain.rollout.engine import ClusterMetrics
 from posttrain.schedule import Scheduler
 from posttrain.store.metrics import MetricsLog, run_metrics
 from posttrain.store.trajectories import TrajectoryStore
@@ -40,6 +41,7 @@ from posttrain.train.async_rl.guard import OffPolicyDriftExceeded
 from posttrain.train.async_rl.source import AsyncBatchSource
 from posttrain.train.batch_source import (  # noqa: F401  (group_by_task, rollout_batch, sampling_params: re-exported)
     BatchSource, ScoredBatch, SyncBatchSource, group_by_task, rollout_batch, sampling_params)
+from posttrain.train.advantages import estimate_advantages, trained_advantages  # noqa: F401  (estimate_advantages: re-exported)
 from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, set_rng_state
 from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
 from posttrain.train.longtail_source import LongTailBatchSource
@@ -94,9 +96,8 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     over `sandbox`). `trainer_factory`: default_trainer (sharded on rank 0 of N ranks, else local)."""
     torch.manual_seed(cfg.seed)
     mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in train_tasks)}
-    cur = cfg.schedule.curriculum  # its levels shaped the task pool (tasks/splits.py); the rest steers draws
     sched = Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.policy, seed=cfg.seed,
-                      curriculum=None if cur is None else cur.model_dump(exclude={"levels"}), **cfg.schedule.args)
+                      **cfg.schedule.args)
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt is not None and cfg.trainer.lora is None:  # with LoRA the caller's model is the (unchanged) base
         from posttrain.models import load_policy
@@ -136,20 +137,6 @@ def verify_concurrency(cfg: RunConfig) -> int:
     return max(2, cfg.sandbox.concurrency or os.cpu_count() or 1)
 
 
-def estimate_advantages(groups: Sequence[Sequence[Trajectory]], name: str) -> torch.Tensor:
-    """One advantage per trajectory ([B], flattened group-major); infra errors get 0."""
-    fn = registry("advantage").get(name)
-    out = []
-    for g in groups:
-        scored = [t for t in g if not t.infra_error]
-        if len(scored) < 2:
-            out += [0.0] * len(g)
-            continue
-        adv = iter(fn(torch.tensor([[t.reward for t in scored]], dtype=torch.float32))[0].tolist())
-        out += [0.0 if t.infra_error else next(adv) for t in g]
-    return torch.tensor(out)
-
-
 def batch_source_for(cfg: RunConfig) -> BatchSource:
     """The source the config asks for: slow tasks in their own queue (rl.longtail.enabled), rollouts
     running ahead by at most rl.max_staleness versions, or generated when the loop asks (the default).
@@ -172,7 +159,7 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
     st.version += 1
     sync_row = source.sync(st)
     sync_s = time.perf_counter() - t_upd
-    st.store.put_many(batch.trajs)
+    st.store.put_many(batch.trajs, advantages=trained_advantages(batch.trajs, flat, adv))  # the viewer reads them
     trajs = batch.trajs
     scored = [t for t in trajs if not t.infra_error]
     by_dom: dict[str, list[float]] = {}
@@ -194,7 +181,7 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
         **st.scheduler.metrics(), **batch.metrics, **sync_row,
     }
     for part in (st.engine, st.runner.ctx.sandbox):  # Ray parts: per-node throughput, queue depth, failures
-        row.update(getattr(part, "cluster_metrics", dict)())
+        row.update(part.cluster_metrics() if isinstance(part, ClusterMetrics) else {})
     return row
 
 

@@ -18,7 +18,7 @@ import torch
 from posttrain.config import RLConfig
 from posttrain.registry import registry
 from posttrain.train.batching import pack_trajectories, token_logprobs
-from posttrain.train.losses import entropy_from_logits
+from posttrain.train.losses import LOSSES, entropy_from_logits
 from posttrain.train.prefix_kv import shared_layout
 from posttrain.errors import PosttrainError
 from posttrain.types import Trajectory
@@ -118,7 +118,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     micro-batch's exact share for a loss that is a sum over rows with mask-only normalisers,
     which every built-in loss is (tests/unit/train/test_micro_batches.py checks each). The
     loss and its statistics are then computed once over the whole minibatch's logprobs."""
-    loss_fn = registry("loss").get(cfg.loss)
+    loss_fn = LOSSES.get(cfg.loss)
     kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ref_model is not None else None
     model.train()
     order = torch.arange(len(trajs))

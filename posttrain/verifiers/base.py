@@ -6,6 +6,10 @@ A verifier judges the trajectory's final answer (or final sandbox state). It ret
 `VerifyResult(status="infra_error")` when it could not judge (sandbox down, checker
 timed out): that sample is retried and kept out of the gradient, never scored 0.
 Untrusted code runs only through `ctx.sandbox` / `ctx.session`.
+
+A verifier that can score many answers to one task at once (one sandbox round for a
+group) also implements `BatchVerifier.verify_batch` and says so by subclassing it; the
+runner checks `isinstance(v, BatchVerifier)`, never probes for the method.
 """
 
 from __future__ import annotations
@@ -27,3 +31,12 @@ class VerifyContext:
 @runtime_checkable
 class Verifier(Protocol):
     async def __call__(self, task: Task, trajectory: Trajectory, ctx: VerifyContext) -> VerifyResult: ...
+
+
+@runtime_checkable
+class BatchVerifier(Verifier, Protocol):
+    """A verifier that also scores a group's distinct answers to one task together."""
+
+    async def verify_batch(self, task: Task, answers: list[str], ctx: VerifyContext) -> list[VerifyResult]:
+        """One VerifyResult per answer, in order; raising leaves the answers to the one-by-one path."""
+        ...

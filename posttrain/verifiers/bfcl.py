@@ -16,7 +16,7 @@ from posttrain.types import Task, Trajectory, VerifyResult, thaw
 from posttrain.verifiers.base import VerifyContext
 
 
-@verifier("bfcl")
+@verifier("bfcl", answer_format="line")
 class Bfcl:
     def __init__(self, category: str, functions: Sequence[Mapping[str, Any]],
                  ground_truth: Sequence[Mapping[str, Any]] = ()) -> None:

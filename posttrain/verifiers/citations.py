@@ -37,7 +37,7 @@ def _as_number(s: str) -> float | None:
         return None
 
 
-@verifier("labelled_answer")
+@verifier("labelled_answer", answer_format="text")
 class LabelledAnswer:
     def __init__(self, expected: str, rel_tol: float = 1e-6) -> None:
         self.expected, self.rel_tol = str(expected), rel_tol
@@ -52,7 +52,7 @@ class LabelledAnswer:
         return VerifyResult(float(ok), ok, {"got": got[:80], "expected": self.expected})
 
 
-@verifier("citations")
+@verifier("citations", answer_format="text")
 class Citations:
     def __init__(self, supporting: Sequence[str]) -> None:
         self.supporting = {s.lower() for s in supporting}

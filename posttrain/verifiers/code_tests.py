@@ -32,7 +32,7 @@ from functools import lru_cache
 from posttrain.registry import verifier
 from posttrain.types import ExecLimits, Task, Trajectory, VerifyResult, thaw
 import posttrain.verifiers.plain_data as plain_data
-from posttrain.verifiers.base import VerifyContext
+from posttrain.verifiers.base import BatchVerifier, VerifyContext
 
 # In the sandbox (no posttrain there): the job arrives on stdin; every input gives
 # ("v", value), ("bad", "not plain data") for any other value, or ("e", exception name).
@@ -102,8 +102,8 @@ def _values_equal(got: object, want: object) -> bool:
     return type(got) is type(want) and got == want
 
 
-@verifier("python_tests")
-class PythonTests:
+@verifier("python_tests", answer_format="code")
+class PythonTests(BatchVerifier):
     def __init__(self, tests: list[list], arg: str = "x", wall_s: float = 5.0, memory_mb: int = 256) -> None:
         self.tests = [(thaw(t[0]), thaw(t[1])) for t in tests]  # frozen spec args -> JSON-like lists
         self.arg = arg

@@ -46,7 +46,7 @@ async def verify(task: Task, trajectory: Trajectory, ctx: VerifyContext | None =
     return await build_verifier(task.verifier)(task, trajectory, ctx or VerifyContext())
 
 
-@verifier("weighted")
+@verifier("weighted", answer_format="inner")
 class Weighted:
     """score = sum(w_i * s_i) / sum(w_i); passes when every part passes."""
 
@@ -73,7 +73,7 @@ class Weighted:
         return VerifyResult(min(1.0, max(0.0, score)), all(r.passed for r in results), details)
 
 
-@verifier("gate")
+@verifier("gate", answer_format="inner")
 class Gate:
     """`then` scores only if `gate` scores at least `threshold`; otherwise 0 with the gate's reason."""
 
@@ -100,7 +100,7 @@ def step_factor(steps: int, reference: int, budget: int, floor: float) -> float:
     return 1.0 - (1.0 - floor) * frac
 
 
-@verifier("step_efficiency")
+@verifier("step_efficiency", answer_format="inner")
 class StepEfficiency:
     """inner score times a step factor: no reward for steps alone (0 stays 0).
 

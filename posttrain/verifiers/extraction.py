@@ -74,7 +74,7 @@ def leaf_match(expected: Any, got: Any, abs_tol: float, rel_tol: float) -> bool:
     return bool(expected == got)
 
 
-@verifier("json_schema")
+@verifier("json_schema", answer_format="text")
 class JsonSchema:
     def __init__(self, schema: Mapping[str, Any]) -> None:
         import jsonschema
@@ -102,7 +102,7 @@ class JsonSchema:
         return VerifyResult(1.0, True, {"valid": True})
 
 
-@verifier("field_match")
+@verifier("field_match", answer_format="text")
 class FieldMatch:
     def __init__(self, expected: Mapping[str, Any], abs_tol: float = 0.005, rel_tol: float = 0.0) -> None:
         self.expected = flatten(thaw(expected))

@@ -109,7 +109,7 @@ def runner_argv() -> list[str]:
     return ["python3", "-c", RUNNER]
 
 
-@verifier("humaneval")
+@verifier("humaneval", answer_format="code")
 class HumanEvalTests:
     def __init__(self, test: str, entry_point: str, prompt: str, wall_s: float = 10.0, memory_mb: int = 512) -> None:
         self.test, self.entry, self.prompt = test, entry_point, prompt

@@ -74,7 +74,7 @@ def check_constraints(prompt: str, ids: Sequence[str], kwargs: Sequence[Mapping[
     return out
 
 
-@verifier("ifbench")
+@verifier("ifbench", answer_format="line")
 class IFBench:
     """All (or, with `partial`, the fraction of) the prompt's constraints met; see module doc."""
 

@@ -63,7 +63,7 @@ def extract_answer(text: str, percent_as_fraction: bool = True) -> Fraction | No
     return parse_numeric(span, percent_as_fraction)
 
 
-@verifier("math_answer")
+@verifier("math_answer", answer_format="line")
 class MathAnswer:
     """1.0 when the extracted final answer equals `answer` within tolerance, else 0."""
 

@@ -202,7 +202,7 @@ POOL = _Pool()
 atexit.register(POOL.close)
 
 
-@verifier("math_verify")
+@verifier("math_verify", answer_format="line")
 class MathVerify:
     """1.0 when the final answer (last box, see module doc) equals `answer` under math-verify, else 0."""
 

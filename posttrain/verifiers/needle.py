@@ -18,7 +18,7 @@ from posttrain.verifiers.math_answer import final_text
 _VAL = re.compile(r"(?<!\d)\d{7}(?!\d)")
 
 
-@verifier("needle")
+@verifier("needle", answer_format="line")
 class NeedleVerifier:
     def __init__(self, values: Sequence[int | str]) -> None:
         self.values = {str(v) for v in values}

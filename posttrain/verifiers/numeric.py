@@ -21,7 +21,7 @@ def parse_number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-@verifier("exact_numeric")
+@verifier("exact_numeric", answer_format="line")
 class ExactNumeric:
     def __init__(self, answer: float, rel_tol: float = 0.0, abs_tol: float = 1e-9) -> None:
         self.answer = float(answer)

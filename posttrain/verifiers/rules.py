@@ -17,7 +17,9 @@ The rule is per domain (`rule_for(task)`), because what "well formed" means diff
 - LONG (named only: worked solutions and essays, `math500`, `aime`, `ifbench`): any number
   of lines, 32,000 characters (a few thousand tokens of reasoning before the answer).
 A task can name its rule with `metadata["answer_format"]` ("line", "code", "text" or "long");
-otherwise the verifiers its spec names (composites included), then its step budget decide.
+otherwise the `answer_format` each verifier its spec names declared where it registered
+(`@verifier("python_tests", answer_format="code")`; composites declare "inner" and their
+inner verifiers decide), then its step budget decide.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from posttrain.registry import registry
 from posttrain.types import Spec, Task, Trajectory
 
 
@@ -34,8 +37,6 @@ class FormatRule:
     max_chars: int
 
 
-CODE_VERIFIERS = frozenset({"humaneval", "python_tests"})  # run the answer as a program
-TEXT_VERIFIERS = frozenset({"labelled_answer", "citations", "cited_answer", "json_schema", "field_match"})
 CODE = FormatRule(single_line=False, max_chars=16000)
 LONG = FormatRule(single_line=False, max_chars=32000)
 PER_STEP_CHARS = 2000
@@ -59,6 +60,13 @@ def verifier_names(spec: Any) -> set[str]:
     return names
 
 
+def declared_formats(spec: Any) -> set[str]:
+    """The `answer_format`s the verifiers named in `spec` declared ("line", "code", "text", ...).
+    A name no verifier registered (an argument that happens to be called `name`) declares nothing."""
+    reg = registry("verifier")
+    return {reg.props(n)["answer_format"] for n in verifier_names(spec) if n in reg.names()}
+
+
 _CACHE: dict[str, FormatRule] = {}
 
 
@@ -79,10 +87,10 @@ def _rule_for(task: Task) -> FormatRule:
     named = task.metadata.get("answer_format")
     if named in ("line", "code", "text", "long"):
         return {"line": FormatRule(True, PER_STEP_CHARS), "code": CODE, "text": text, "long": LONG}[named]
-    kinds = verifier_names(task.verifier)
-    if kinds & CODE_VERIFIERS:
+    declared = declared_formats(task.verifier)
+    if "code" in declared:
         return CODE
-    if kinds & TEXT_VERIFIERS or steps > 1:
+    if "text" in declared or steps > 1:
         return text
     return FormatRule(single_line=True, max_chars=PER_STEP_CHARS)
 

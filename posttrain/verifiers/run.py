@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 from posttrain.registry import build
 from posttrain.sandbox.protocol import Sandbox
 from posttrain.types import Task, Trajectory, TrajError, VerifyResult
-from posttrain.verifiers.base import VerifyContext
+from posttrain.verifiers.base import BatchVerifier, VerifyContext
 from posttrain.verifiers.rules import task_format_violation
 
 
@@ -108,7 +108,7 @@ class VerifierRunner:
         by_task: dict[str, list[Trajectory]] = {}
         for t in trajs:
             by_task.setdefault(t.task_id, []).append(t)
-        batchable = [tid for tid in by_task if hasattr(self.verifier_for(tasks_by_id[tid]), "verify_batch")]
+        batchable = [tid for tid in by_task if isinstance(self.verifier_for(tasks_by_id[tid]), BatchVerifier)]
         await asyncio.gather(*(self._prefetch(tasks_by_id[tid], by_task[tid]) for tid in batchable))
         return list(await asyncio.gather(*(self.verify_one(tasks_by_id[t.task_id], t) for t in trajs)))
 

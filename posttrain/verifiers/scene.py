@@ -15,7 +15,7 @@ from posttrain.types import Task, Trajectory, VerifyResult, thaw
 from posttrain.verifiers.base import VerifyContext
 
 
-@verifier("scene_match")
+@verifier("scene_match", answer_format="line")
 class SceneMatch:
     def __init__(self, tol: float = 1e-3, angle_tol: float = 0.5, wrong_call_penalty: float = 0.1) -> None:
         self.tol, self.angle_tol, self.penalty = tol, angle_tol, wrong_call_penalty

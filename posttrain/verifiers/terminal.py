@@ -53,7 +53,7 @@ def _check_limits(wall_s: float) -> ExecLimits:
     return ExecLimits(wall_s=wall_s, cpu_s=wall_s, memory_mb=512, output_bytes=1 << 18)
 
 
-@verifier("terminal_checks")
+@verifier("terminal_checks", answer_format="line")
 class TerminalChecks:
     def __init__(self, script: str, names: Sequence[str], wall_s: float = 20.0) -> None:
         self.script, self.names, self.wall_s = script, tuple(names), wall_s
@@ -78,7 +78,7 @@ class TerminalChecks:
         return VerifyResult(score, not failed, {"passed": ok, "failed": failed, "check_status": res.status})
 
 
-@verifier("harbor_test")
+@verifier("harbor_test", answer_format="line")
 class HarborTest:
     def __init__(self, tests: dict[str, str], wall_s: float = 60.0) -> None:
         self.tests = {f"tests/{k}": rewrite_harbor_paths(v) if k.endswith(".sh") else v for k, v in dict(tests).items()}

@@ -18,7 +18,7 @@ def normalise(s: str) -> str:
     return " ".join(s.split()).strip(" .,;:!?\"'`").casefold()
 
 
-@verifier("text_match")
+@verifier("text_match", answer_format="line")
 class TextMatch:
     def __init__(self, expected: str) -> None:
         self.expected = normalise(str(expected))

@@ -14,7 +14,7 @@ from posttrain.types import Task, Trajectory, VerifyResult
 from posttrain.verifiers.base import VerifyContext
 
 
-@verifier("tool_use")
+@verifier("tool_use", answer_format="line")
 class ToolUse:
     def __init__(self, required: Sequence[str]) -> None:
         self.required = tuple(required)

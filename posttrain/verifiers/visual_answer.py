@@ -23,7 +23,7 @@ from posttrain.verifiers.text_match import normalise
 _POINT = re.compile(r"^\(?\s*(-?\d+(?:\.\d+)?)\s*[, ]\s*(-?\d+(?:\.\d+)?)\s*\)?$")
 
 
-@verifier("visual_choice")
+@verifier("visual_choice", answer_format="line")
 class VisualChoice:
     def __init__(self, answer: str, options: list[str]) -> None:
         self.answer = normalise(str(answer))
@@ -41,7 +41,7 @@ class VisualChoice:
         return VerifyResult(float(ok), ok, {"got": got, "expected": self.answer})
 
 
-@verifier("visual_number")
+@verifier("visual_number", answer_format="line")
 class VisualNumber:
     def __init__(self, answer: float, tol: float = 0.0) -> None:
         self.answer, self.tol = float(answer), float(tol)
@@ -54,7 +54,7 @@ class VisualNumber:
         return VerifyResult(float(ok), ok, {"got": got, "expected": self.answer, "tol": self.tol})
 
 
-@verifier("point_in_box")
+@verifier("point_in_box", answer_format="line")
 class PointInBox:
     def __init__(self, box: list[float]) -> None:
         if len(box) != 4 or not box[0] <= box[2] or not box[1] <= box[3]:

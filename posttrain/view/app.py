@@ -35,16 +35,6 @@ STATIC = Path(__file__).parent / "static"
 MAX_PAGE = 500
 
 
-def _advantage_method(run: RunView) -> str:
-    import yaml
-
-    try:
-        cfg = yaml.safe_load((run.path / "config.yaml").read_text()) or {}
-        return "group_mean" if (cfg.get("rl") or {}).get("advantage") == "group_mean" else "group_norm"
-    except (OSError, ValueError, yaml.YAMLError):
-        return "group_norm"
-
-
 def _throughput(rows: list[dict[str, Any]], counts: dict[int, int]) -> list[dict[str, Any]]:
     """Samples verified per second of each step's verify phase (for code and shell tasks, the
     sandbox's throughput): the stored samples of the step over its `time/verify_s`."""
@@ -106,14 +96,13 @@ def create_app(paths: Sequence[Path]) -> Any:
         with r.db() as db:
             if db is None:
                 return ok({"total": 0, "rows": [], "offset": 0, "limit": limit})
-            groups = r.group_table(db) if f.adv_min is not None or f.adv_max is not None else None
-            return ok(list_trajectories(db, f, offset, limit, _advantage_method(r), groups))
+            return ok(list_trajectories(db, f, offset, limit))
 
     @app.get("/api/runs/{i}/trajectory/{kind}/{step}/{grp}/{sample}")
     def one(i: int, kind: str, step: int, grp: int, sample: int) -> Any:
         r = run_of(i)
         with r.db() as db:
-            t = trajectory(db, kind, step, grp, sample, _advantage_method(r)) if db is not None else None
+            t = trajectory(db, kind, step, grp, sample) if db is not None else None
         if t is None:
             raise HTTPException(404, f"no trajectory {kind}/{step}/{grp}/{sample}")
         t["prompt"] = r.prompt(t["task_id"])
@@ -125,7 +114,7 @@ def create_app(paths: Sequence[Path]) -> Any:
     def group(i: int, kind: str, step: int, grp: int) -> Any:
         r = run_of(i)
         with r.db() as db:
-            g = group_samples(db, kind, step, grp, _advantage_method(r)) if db is not None else {"samples": []}
+            g = group_samples(db, kind, step, grp) if db is not None else {"samples": []}
         if not g["samples"]:
             raise HTTPException(404, f"no group {kind}/{step}/{grp}")
         g["prompt"] = r.prompt(g["task_id"])
@@ -139,7 +128,7 @@ def create_app(paths: Sequence[Path]) -> Any:
                              "ORDER BY ABS(step - ?), step LIMIT 1", (kind, task_id, step)).fetchone() if db else None
             if row is None:
                 return ok({"task_id": task_id, "samples": [], "prompt": r.prompt(task_id)})
-            g = group_samples(db, kind, row[0], row[1], _advantage_method(r))
+            g = group_samples(db, kind, row[0], row[1])
         g["prompt"] = r.prompt(task_id)
         return ok(g)
 

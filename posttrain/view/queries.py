@@ -5,12 +5,10 @@ curves, shared with report.html, are posttrain/eval/run_data.py).
     group = group_samples(db, "train", 3, 1)     # a prompt's G samples with their advantages
     one = trajectory(db, "train", 3, 1, 0)       # kind, step, group, sample
 
-Advantages are not stored: they are recomputed here from the stored rewards, group-relative
-over the group's scored (non infra-error) samples, as `group_norm` ((r - mean) / (unbiased
-std + 1e-6), equal to train/advantages.py: tested) or `group_mean` (r - mean), whichever `rl.advantage` the run used (others are
-shown as group_norm). Step, domain and weights version filter before the grouping
-(every sample of a group shares them); reward and advantage filter after it. Without an
-advantage filter a page costs an indexed scan plus one small query per group shown.
+The advantage shown is the one the trainer used, stored with the sample (the store's
+`advantage` column, whatever `rl.advantage` the run chose); None where the update used
+none (an infra error, a dropped group) and in runs written before the column existed.
+Nothing here re-derives it.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 COLS = "kind, step, grp, sample, task_id, domain, reward, passed, status, weights_version, finish_reason, error_boundary"
-EPS = 1e-6
 
 
 @dataclass
@@ -64,64 +61,22 @@ def _where(f: Filters, with_reward: bool) -> tuple[list[str], list[Any]]:
     return where, args
 
 
-def _group_stats(f: Filters) -> tuple[str, list[Any]]:
-    """Per (step, grp): mean and variance of the scored rewards, over the group-invariant filters."""
-    where, args = _where(f, with_reward=False)
-    return (f"SELECT t.step AS step, t.grp AS grp, AVG(CASE WHEN t.status IS NOT 'infra_error' THEN t.reward END) AS m, "
-            f"AVG(CASE WHEN t.status IS NOT 'infra_error' THEN t.reward * t.reward END) AS m2, "
-            f"COUNT(CASE WHEN t.status IS NOT 'infra_error' THEN t.reward END) AS n FROM trajectories t "
-            f"WHERE {' AND '.join(where)} GROUP BY t.step, t.grp"), args
+def _adv_col(db: sqlite3.Connection) -> str:
+    """The stored advantage, or NULL in a store written before the column existed."""
+    has = any(r[1] == "advantage" for r in db.execute("PRAGMA table_info(trajectories)"))
+    return "t.advantage" if has else "NULL"
 
 
-def _adv_expr(method: str, with_std: bool = False) -> str:
-    centred = "(t.reward - g.m)"
-    if method == "group_mean":
-        return f"CASE WHEN t.status = 'infra_error' THEN 0.0 ELSE {centred} END"
-    # unbiased, as TRL; a groups table carries it precomputed as `s`
-    std = "g.s" if with_std else "CASE WHEN g.n > 1 THEN sqrt((g.m2 - g.m * g.m) * g.n / (g.n - 1)) ELSE 0.0 END"
-    return f"CASE WHEN t.status = 'infra_error' OR g.n < 2 THEN 0.0 ELSE {centred} / ({std} + {EPS}) END"
-
-
-def _filtered(f: Filters, method: str, groups: str | None = None) -> tuple[str, list[Any]]:
-    """A query of the matching rows with an `advantage` column, and its arguments. Without an
-    advantage filter the rows come straight from the indexed table (the page's advantages are
-    added afterwards, `_add_advantages`); with one, every group's statistics are joined in."""
+def _filtered(db: sqlite3.Connection, f: Filters) -> tuple[str, list[Any]]:
+    """A query of the matching rows with their stored `advantage`, and its arguments."""
     where, args = _where(f, with_reward=True)
     cols = ", ".join(f"t.{c.strip()}" for c in COLS.split(","))
-    if f.adv_min is None and f.adv_max is None:
-        return f"SELECT {cols}, NULL AS advantage FROM trajectories t WHERE {' AND '.join(where)}", args
-    stats, sargs = (f"SELECT * FROM {groups} WHERE kind = ?", [f.kind]) if groups else _group_stats(f)
-    adv = _adv_expr(method, with_std=groups is not None)
+    adv = _adv_col(db)
     for op, val in ((">=", f.adv_min), ("<=", f.adv_max)):
         if val is not None:
             where.append(f"{adv} {op} ?")
             args.append(val)
-    return (f"SELECT {cols}, {adv} AS advantage FROM trajectories t JOIN ({stats}) g "
-            f"ON g.step = t.step AND g.grp = t.grp WHERE {' AND '.join(where)}"), sargs + args
-
-
-def _add_advantages(db: sqlite3.Connection, rows: list[dict[str, Any]], kind: str, method: str) -> None:
-    """Fill `advantage` of rows that lack it, one GROUP BY over just their groups."""
-    need = sorted({(r["step"], r["grp"]) for r in rows if r.get("advantage") is None})
-    if not need:
-        return
-    stats: dict[tuple[int, int], tuple] = {}
-    for step, grp in need:
-        stats[(step, grp)] = db.execute(
-            "SELECT AVG(CASE WHEN status IS NOT 'infra_error' THEN reward END), "
-            "AVG(CASE WHEN status IS NOT 'infra_error' THEN reward * reward END), "
-            "COUNT(CASE WHEN status IS NOT 'infra_error' THEN reward END) FROM trajectories "
-            "WHERE kind = ? AND step = ? AND grp = ?", (kind, step, grp)).fetchone()
-    for r in rows:
-        if r.get("advantage") is not None:
-            continue
-        m, m2, n = stats[(r["step"], r["grp"])]
-        if r["status"] == "infra_error" or n < 2 or r["reward"] is None:
-            r["advantage"] = 0.0  # as estimate_advantages: no baseline without two scored samples
-        elif method == "group_mean":
-            r["advantage"] = r["reward"] - m
-        else:
-            r["advantage"] = (r["reward"] - m) / (max(0.0, (m2 - m * m) * n / (n - 1)) ** 0.5 + EPS)
+    return f"SELECT {cols}, {adv} AS advantage FROM trajectories t WHERE {' AND '.join(where)}", args
 
 
 def _row(cur: sqlite3.Cursor, r: tuple) -> dict[str, Any]:
@@ -133,16 +88,13 @@ def _completion(data: str) -> str:
     return "".join(t["text"] for t in d["turns"] if t["role"] == "assistant")
 
 
-def list_trajectories(db: sqlite3.Connection, f: Filters, offset: int = 0, limit: int = 50,
-                      method: str = "group_norm", groups: str | None = None) -> dict[str, Any]:
+def list_trajectories(db: sqlite3.Connection, f: Filters, offset: int = 0, limit: int = 50) -> dict[str, Any]:
     """{"total": N, "rows": [...]} of one page, ordered by step, group, sample; each row carries a
-    120-character completion preview (read only for the page's rows). `groups` names a table
-    of per-group statistics (RunView.group_table) for the advantage filter to join."""
-    sql, args = _filtered(f, method, groups)
+    120-character completion preview (read only for the page's rows)."""
+    sql, args = _filtered(db, f)
     total = db.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()[0]
     cur = db.execute(f"{sql} ORDER BY t.step, t.grp, t.sample LIMIT ? OFFSET ?", args + [limit, offset])
     rows = [_row(cur, r) for r in cur.fetchall()]
-    _add_advantages(db, rows, f.kind, method)
     for r in rows:
         data = db.execute("SELECT data FROM trajectories WHERE kind=? AND step=? AND grp=? AND sample=?",
                           (r["kind"], r["step"], r["grp"], r["sample"])).fetchone()
@@ -150,26 +102,23 @@ def list_trajectories(db: sqlite3.Connection, f: Filters, offset: int = 0, limit
     return {"total": total, "offset": offset, "limit": limit, "rows": rows}
 
 
-def trajectory(db: sqlite3.Connection, kind: str, step: int, grp: int, sample: int,
-               method: str = "group_norm") -> dict[str, Any] | None:
+def trajectory(db: sqlite3.Connection, kind: str, step: int, grp: int, sample: int) -> dict[str, Any] | None:
     """The whole stored trajectory (turns with token ids and logprobs, tool calls, sandbox
-    results, verifier details), plus its recomputed advantage."""
-    row = db.execute("SELECT data FROM trajectories WHERE kind=? AND step=? AND grp=? AND sample=?",
+    results, verifier details), plus the advantage it was trained with."""
+    row = db.execute(f"SELECT data, {_adv_col(db)} FROM trajectories t WHERE kind=? AND step=? AND grp=? AND sample=?",
                      (kind, step, grp, sample)).fetchone()
     if row is None:
         return None
     out = json.loads(row[0])
-    g = group_samples(db, kind, step, grp, method)
-    out["advantage"] = next((s["advantage"] for s in g["samples"] if s["sample"] == sample), None)
+    out["advantage"] = row[1]
     return out
 
 
-def group_samples(db: sqlite3.Connection, kind: str, step: int, grp: int, method: str = "group_norm") -> dict[str, Any]:
+def group_samples(db: sqlite3.Connection, kind: str, step: int, grp: int) -> dict[str, Any]:
     """A prompt's G samples of one step, side by side: summary columns, advantage, completion."""
-    sql, args = _filtered(Filters(kind=kind, step_min=step, step_max=step), method)
+    sql, args = _filtered(db, Filters(kind=kind, step_min=step, step_max=step))
     cur = db.execute(f"{sql} AND t.grp = ? ORDER BY t.sample", args + [grp])
     samples = [_row(cur, r) for r in cur.fetchall()]
-    _add_advantages(db, samples, kind, method)
     for s in samples:
         data = db.execute("SELECT data FROM trajectories WHERE kind=? AND step=? AND grp=? AND sample=?",
                           (kind, step, grp, s["sample"])).fetchone()

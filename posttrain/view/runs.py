@@ -115,25 +115,6 @@ class RunView:
             self._cache[name] = hit
         return hit[1]
 
-    def group_table(self, con: sqlite3.Connection) -> str:
-        """A temp table of every group's scored-reward statistics (mean, mean square, count),
-        rebuilt when the store changed: the advantage filter joins it instead of grouping
-        the whole store on every request."""
-        def build(c: sqlite3.Connection) -> bool:
-            c.execute("CREATE TEMP TABLE IF NOT EXISTS view_groups (kind TEXT, step INTEGER, grp INTEGER, m REAL, "
-                      "m2 REAL, n INTEGER, s REAL, PRIMARY KEY (kind, step, grp))")
-            c.execute("DELETE FROM temp.view_groups")
-            c.execute("INSERT INTO temp.view_groups SELECT kind, step, grp, "
-                      "AVG(CASE WHEN status IS NOT 'infra_error' THEN reward END), "
-                      "AVG(CASE WHEN status IS NOT 'infra_error' THEN reward * reward END), "
-                      "COUNT(CASE WHEN status IS NOT 'infra_error' THEN reward END), NULL FROM trajectories GROUP BY kind, step, grp")
-            # the unbiased std once per group, so the per-row advantage needs no function call
-            c.execute("UPDATE temp.view_groups SET s = CASE WHEN n > 1 THEN sqrt((m2 - m * m) * n / (n - 1)) ELSE 0.0 END")
-            return True
-
-        self.cached("group_table", con, build)
-        return "temp.view_groups"
-
     # ---- pinned tasks --------------------------------------------------------------------
     def prompts(self) -> dict[str, str]:
         if self._prompts is None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from posttrain.store.metrics import MetricsLog
 from posttrain.store.trajectories import TrajectoryStore
+from posttrain.train.advantages import estimate_advantages, trained_advantages
 from posttrain.types import ExecResult, FileChange, ToolCall, Trajectory, Turn, VerifyResult
 
 DOMAINS = ("arithmetic", "code")
@@ -82,7 +83,9 @@ def write_run(path: str | Path, steps: int = 40, groups: int = 16, group_size: i
                                         finish_reason="stop", timings={"generate_s": 0.01}))
                 if not infra:
                     rewards.append(reward)
-        store.put_many(trajs)
+        by_group = [[t for t in trajs if t.group == g] for g in range(groups)]  # what the trainer would use
+        flat = [t for g in by_group for t in g]
+        store.put_many(trajs, advantages=trained_advantages(trajs, flat, estimate_advantages(by_group, "group_norm")))
         row = {"reward/mean": sum(rewards) / max(1, len(rewards)), "time/generate_s": 0.5 + rng.random() * 0.1,
                "time/verify_s": 0.2, "time/update_s": 0.8, "time/step_s": 1.5,
                # flat but for one ulp of rounding noise: the plot's axis once looped forever on it

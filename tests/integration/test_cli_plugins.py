@@ -22,7 +22,7 @@ from posttrain.types import Limits, Message, Spec, Task, VerifyResult
 
 WORDS = ["lantern", "harbor", "quartz", "meadow"]
 
-@verifier("plugtest_exact")
+@verifier("plugtest_exact", answer_format="line")
 class Exact:
     def __init__(self, answer):
         self.answer = answer

@@ -209,7 +209,7 @@ class ExternalRunner:
     def _trajectory(self, ep: Any, task: Task, g: int, k: int, finish: str, error: TrajError | None, t0: float,
                     turns: Sequence[Turn] = ()) -> Trajectory:
         prompt = ep.calls[0].prompt_ids if ep.calls else ()
-        version = ep.calls[0].weights_version if ep.calls else getattr(self.engine, "weights_version", 0)
+        version = ep.calls[0].weights_version if ep.calls else self.engine.weights_version
         timings = {"total_s": time.perf_counter() - t0, "generate_s": sum(c.wall_s for c in ep.calls)}
         return Trajectory(task_id=task.id, task_version=task.version, domain=task.domain, prompt_ids=tuple(prompt),
                           turns=tuple(turns), weights_version=version, step=self.step, group=g, sample=k,

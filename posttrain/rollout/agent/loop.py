@@ -37,7 +37,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from posttrain.rollout.agent.gen import GenBatcher
 from posttrain.rollout.agent.render import ChatCodec, truncate
-from posttrain.rollout.engine import GenRequest, SamplingParams
+from posttrain.rollout.engine import EngineInfo, GenRequest, SamplingParams
 from posttrain.rollout.prompting import encode_prompt
 from posttrain.rollout.agent.toolcall import ToolCallError, parse_tool_call
 from posttrain.rollout.agent.tools import SandboxDown, Tool, execute, needs_session, tools_for_task
@@ -88,7 +88,7 @@ class AgentRunner:
         self.codec = ChatCodec(tokenizer)
         self.batcher = GenBatcher(engine)
         self.verifiers = verifier_runner or VerifierRunner(sandbox)
-        self.context = int(getattr(engine, "max_len", 1 << 30))
+        self.context = int(engine.max_len) if isinstance(engine, EngineInfo) else 1 << 30
 
     # ---- one step -----------------------------------------------------------------------
     async def _generate(self, ep: _Episode, rid: str, seed: int | None) -> Any:
@@ -220,7 +220,7 @@ class AgentRunner:
         return Trajectory(task_id=ep.task.id, task_version=ep.task.version, domain=ep.task.domain,
                           prompt_ids=tuple(prompt), turns=tuple(ep.turns),
                           weights_version=min((v for t in ep.turns for v in t.token_versions),
-                                              default=getattr(self.engine, "weights_version", 0)),
+                                              default=self.engine.weights_version),
                           step=self.step, group=group,
                           sample=k, finish_reason=finish, timings=dict(ep.timings), error=error)
 

@@ -9,8 +9,8 @@ the registry imports for that kind): the domain tools of `posttrain.tasks.tools_
 (calculator, lookup, convert, shell) and `posttrain.tasks.scene_api` (scene_*), plus the
 agent built-ins below: `bash`, `python`, `read_file`, `write_file` (in the episode's
 sandbox session) and `submit` (ends the episode; the final state is scored). A tool is a
-function `fn(state, **arguments) -> str` (or an awaitable); attributes on it carry the
-description, schema, timeout, whether it needs a session and whether it ends the episode.
+declared `Tool` (tasks/tool_base.py): `fn(state, **arguments) -> str` (or an awaitable) with
+its description, schema, timeout, whether it needs a session and whether it ends the episode.
 
 `execute` never raises for what the tool did: a bad call (`ToolError`), a timeout, or a
 bug in the tool becomes an observation whose `ExecResult` says so (`status`, `error`).
@@ -30,36 +30,20 @@ import shlex
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from posttrain.errors import SandboxError
-from posttrain.registry import registry
 from posttrain.tasks import scene_api  # noqa: F401  registers the scene tools
-from posttrain.tasks.tools_impl import ToolError, tool_fn
+from posttrain.tasks.tool_base import DEFAULT_TIMEOUT_S, TOOLS, Tool, ToolError, tool_fn  # noqa: F401  (Tool: re-exported)
+import posttrain.tasks.tools_impl  # noqa: F401  registers the domain tools
 from posttrain.types import ExecResult, Task
 
-DEFAULT_TIMEOUT_S = 10.0
 SESSION_TOOLS = ("bash", "python", "read_file", "write_file")
 RECORD_CHARS = 1 << 16  # output kept in an in-process tool's ExecResult
 
 
 class SandboxDown(Exception):
     """The episode's sandbox failed (not the model's doing): an infrastructure error."""
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    schema: Mapping[str, Any]
-    fn: Callable[..., Any]
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    needs_session: bool = False
-    ends_episode: bool = False
-
-    def openai_schema(self) -> dict[str, Any]:
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": dict(self.schema)}}
 
 
 @dataclass(frozen=True)
@@ -70,15 +54,12 @@ class Observation:
 
 def get_tool(name: str) -> Tool:
     """The registered tool `name` (ConfigError naming the known tools when unknown)."""
-    fn = registry("tool").get(name)
-    return Tool(name, getattr(fn, "description", ""), getattr(fn, "schema", {"type": "object"}), fn,
-                float(getattr(fn, "timeout_s", DEFAULT_TIMEOUT_S)), bool(getattr(fn, "needs_session", False)),
-                bool(getattr(fn, "ends_episode", False)))
+    return TOOLS.get(name)
 
 
 def needs_session(task: Task) -> bool:
     return bool(task.metadata.get("needs_sandbox")) or any(
-        getattr(registry("tool").get(n), "needs_session", n == "shell") for n in task.environment.tools)
+        get_tool(n).needs_session for n in task.environment.tools)
 
 
 def tools_for_task(task: Task) -> dict[str, Tool]:
@@ -87,14 +68,6 @@ def tools_for_task(task: Task) -> dict[str, Tool]:
     if needs_session(task):
         names += [n for n in SESSION_TOOLS if n not in names]
     return {n: get_tool(n) for n in names}
-
-
-def _attrs(timeout_s: float = DEFAULT_TIMEOUT_S, session: bool = False, ends: bool = False) -> Callable:
-    def deco(fn: Callable) -> Callable:
-        fn.timeout_s, fn.needs_session, fn.ends_episode = timeout_s, session, ends
-        return fn
-
-    return deco
 
 
 # ---- execution ---------------------------------------------------------------------------
@@ -184,26 +157,23 @@ async def _run_in_session(state: dict[str, Any], name: str, cmd: str) -> str:
     return out + (f"\n[exit {res.exit_code}]" if res.status != "ok" else "")
 
 
-@_attrs(timeout_s=10.0, session=True)
 @tool_fn("bash", "Run a bash command in the task's sandbox; cwd, environment and files persist between calls.",
          {"type": "object", "properties": {"command": {"type": "string", "minLength": 1, "maxLength": 10000}},
-          "required": ["command"], "additionalProperties": False})
+          "required": ["command"], "additionalProperties": False}, timeout_s=10.0, needs_session=True)
 async def bash(state: dict[str, Any], command: str) -> str:
     return await _run_in_session(state, "bash", command)
 
 
-@_attrs(timeout_s=10.0, session=True)
 @tool_fn("python", "Run a Python 3 program in the task's sandbox (in the session's working directory).",
          {"type": "object", "properties": {"code": {"type": "string", "minLength": 1, "maxLength": 20000}},
-          "required": ["code"], "additionalProperties": False})
+          "required": ["code"], "additionalProperties": False}, timeout_s=10.0, needs_session=True)
 async def python(state: dict[str, Any], code: str) -> str:
     return await _run_in_session(state, "python", f"python3 -c {shlex.quote(code)}")
 
 
-@_attrs(timeout_s=5.0, session=True)
 @tool_fn("read_file", "Read a text file from the task's workspace.",
          {"type": "object", "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 512}},
-          "required": ["path"], "additionalProperties": False})
+          "required": ["path"], "additionalProperties": False}, timeout_s=5.0, needs_session=True)
 async def read_file(state: dict[str, Any], path: str) -> str:
     try:
         data = await _session(state, "read_file").read_file(path)
@@ -212,11 +182,10 @@ async def read_file(state: dict[str, Any], path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-@_attrs(timeout_s=5.0, session=True)
 @tool_fn("write_file", "Write (create or replace) a text file in the task's workspace.",
          {"type": "object", "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 512},
                                            "content": {"type": "string", "maxLength": 1 << 20}},
-          "required": ["path", "content"], "additionalProperties": False})
+          "required": ["path", "content"], "additionalProperties": False}, timeout_s=5.0, needs_session=True)
 async def write_file(state: dict[str, Any], path: str, content: str) -> str:
     try:
         await _session(state, "write_file").write_file(path, content)
@@ -225,12 +194,8 @@ async def write_file(state: dict[str, Any], path: str, content: str) -> str:
     return f"wrote {len(content.encode())} bytes to {path}"
 
 
-@_attrs(timeout_s=1.0, ends=True)
 @tool_fn("submit", "Finish the episode: the task's final state is checked now.",
-         {"type": "object", "properties": {}, "additionalProperties": False})
+         {"type": "object", "properties": {}, "additionalProperties": False}, timeout_s=1.0, ends_episode=True)
 def submit(state: dict[str, Any]) -> str:
     return "submitted"
 
-
-# The domain shell tool runs in the session too: mark it so tasks that list it get a session.
-_attrs(timeout_s=10.0, session=True)(registry("tool").get("shell"))

@@ -35,7 +35,7 @@ def state_checksum(state: Mapping[str, Any]) -> str:
     return h.hexdigest()
 
 
-@engine("hf")
+@engine("hf", inflight_weights=False, max_batch_arg=True, model_check=None)  # HF loads what it can run
 class HFEngine:
     def __init__(self, model: Any, tokenizer: Any, max_batch: int = 512) -> None:
         """`max_batch`: the most rows in one `generate` call; the only engine.args key `hf` takes
@@ -48,7 +48,10 @@ class HFEngine:
         self.tok = tokenizer
         from posttrain.rollout.tokenizer_checks import stop_token_ids
 
+        from posttrain.models.vlm import model_name
+
         self.stop_ids = stop_token_ids(tokenizer, model)
+        self.model_label = model_name(model)  # DescribesModel (rollout/engine.py)
         self.max_batch = max_batch
         self.weights_version = 0
         self.max_len = getattr(model.config, "max_position_embeddings", 1 << 30)

@@ -40,10 +40,8 @@ def vllm_unsupported_reason(model_cfg: Any) -> str | None:
     return None
 
 
-@engine("vllm")
+@engine("vllm", inflight_weights=False, max_batch_arg=False, model_check=vllm_unsupported_reason)  # vllm schedules its own batches
 class VLLMEngine:
-    unsupported_reason = staticmethod(vllm_unsupported_reason)
-
     def __init__(self, model: Any, tokenizer: Any, model_path: str | None = None, dtype: str = "bfloat16",
                  gpu_memory_utilization: float = 0.6, verify_tol: float = 5e-2, seed: int = 0) -> None:
         try:

@@ -17,7 +17,6 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from posttrain.registry import registry
 from posttrain.train.sharded.session import ShardedSession
 
 
@@ -74,14 +73,12 @@ def train_dpo_sharded(sh: ShardedSession, pairs: Sequence[Any], ref: torch.Tenso
     return history
 
 
-@registry("sharded_trainer").register("sft")
 def run_sharded_sft(cfg: Any, model: Any, pad_id: int, data: Sequence[Any],
                     on_step: Callable[[int, dict], None] | None) -> tuple[list[dict], Any]:
-    """The sft recipe's training phase on rank 0 of N (looked up by name: sft.py imports nothing here)."""
+    """The sft recipe's training phase on rank 0 of N (recipes/sft.py imports it when WORLD_SIZE > 1)."""
     return run_sharded("sft", cfg, model, pad_id, data, on_step)
 
 
-@registry("sharded_trainer").register("dpo")
 def run_sharded_dpo(cfg: Any, model: Any, pad_id: int, data: Sequence[Any],
                     on_step: Callable[[int, dict], None] | None, ref: torch.Tensor) -> tuple[list[dict], Any]:
     return run_sharded("dpo", cfg, model, pad_id, data, on_step, ref)

@@ -6,7 +6,8 @@ its loss so that FSDP's gradient average over dp equals the gradient of the glob
     local_loss * (local_units / global_units) * dp       # units: tokens or sequences
 
 `units` is whatever the loss divides by: tokens for SFT and token-mean RL losses (dapo,
-cispo), sequences for pairs (DPO) and sequence-mean RL losses (grpo, gspo, dr_grpo). So 1,
+cispo), sequences for pairs (DPO) and sequence-mean RL losses (grpo, gspo, dr_grpo); an RL
+loss declares its units where it registers (`@loss("dapo", units="tokens")`), plugins too. So 1,
 2 or 4 ranks compute the same update up to float summation order. A rank whose slice is
 empty still runs a forward/backward (on a zero-weighted copy), because FSDP's collectives
 need every rank.
@@ -15,8 +16,7 @@ The RL update's KL term (rl.kl_coef > 0) is a token mean over the global minibat
 the loss's units: each rank adds kl_coef * (its KL sum) / (the minibatch's tokens) * dp, the
 reference logprobs coming from the sharded frozen reference (`ctx.ref`, session.py).
 
-Limits: a plugin loss not in RL_UNITS is weighted by sequences; the asynchronous loop's
-off-policy correction is not applied here (config_check refuses it at world size > 1).
+Limits: the asynchronous loop's off-policy correction is not applied here (config_check refuses it at world size > 1).
 """
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ from typing import Any, Sequence
 import torch
 
 from posttrain.parallel.group import RankContext, handler
-
-RL_UNITS = {"dapo": "tokens", "cispo": "tokens", "grpo": "sequences", "gspo": "sequences", "dr_grpo": "sequences"}
-
 
 def dp_slice(ctx: RankContext, items: Sequence[Any]) -> tuple[list[Any], float]:
     """This rank's items and their weight multiplier (0 when the slice is empty: a stand-in item)."""
@@ -140,7 +137,7 @@ def rl_update(ctx: RankContext, p: dict) -> dict:
     cfg, trajs, adv = p["cfg"], p["trajs"], p["adv"]
     loss_fn = registry("loss").get(cfg.loss)
     kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ctx.ref is not None else None
-    units = RL_UNITS.get(cfg.loss, "sequences")
+    units = registry("loss").props(cfg.loss)["units"]  # declared by the loss: tokens or sequences
     n_mb = max(1, min(cfg.minibatches, len(trajs)))
     totals: dict[str, float] = {}
     for _epoch in range(cfg.update_epochs):

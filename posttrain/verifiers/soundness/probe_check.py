@@ -29,6 +29,7 @@ from typing import Any
 from posttrain.verifiers.soundness import hack_probes_exec  # noqa: F401  (registers the code and shell probes)
 from posttrain.verifiers.soundness.hack_probes import PROBES, Probe, ProbeView, domain_kind
 from posttrain.types import Task, Trajectory, Turn, VerifyResult
+from posttrain.verifiers.base import BatchVerifier
 
 FULL = 1.0 - 1e-9
 Verdict = tuple[float, str]
@@ -97,7 +98,7 @@ async def _single_turn(task: Task, probes: dict[str, str], sandbox: Any, sem: as
         out[(task.id, "oracle", "alone")] = _v((await _runner_scores(alone, task, [oracle]))[0])
     # A batching verifier runs a group's distinct answers in sorted order: a leading space puts one honest
     # answer before the probe (space sorts first) and one after. Others get two copies (no batch to order).
-    honest = [" " + oracle, oracle] if hasattr(alone.verifier_for(task), "verify_batch") else [oracle, oracle]
+    honest = [" " + oracle, oracle] if isinstance(alone.verifier_for(task), BatchVerifier) else [oracle, oracle]
 
     async def one(name: str, text: str) -> None:
         async with sem:

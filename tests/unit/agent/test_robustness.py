@@ -20,7 +20,7 @@ SLEEPY_CALLS = []
 
 
 @tool_fn("pt_test_sleepy", "never returns (the first time: tool_use re-runs calls when it verifies)",
-         {"type": "object", "properties": {}})
+         {"type": "object", "properties": {}}, timeout_s=0.3)
 async def _sleepy(state):
     SLEEPY_CALLS.append(1)
     if len(SLEEPY_CALLS) == 1:
@@ -48,9 +48,6 @@ def with_sandbox(coro_fn):
 
 
 def test_hanging_tool_times_out_and_the_episode_goes_on(tok):
-    from posttrain.rollout.agent import tools
-
-    tools.registry("tool").get("pt_test_sleepy").timeout_s = 0.3
     policy = steps_policy(format_tool_call("pt_test_sleepy", {}), format_tool_call("calculator", {"expression": "4821*937"}),
                           "The answer is 4517277.")
     t = run(rollout_agent(ScriptedEngine(tok, policy), tok, [with_tools(calc_task(), "pt_test_sleepy")], AgentOptions()))[0]
@@ -110,7 +107,10 @@ def test_64_concurrent_sessions_no_deadlock_and_nothing_left_behind(tok):
 
     policy = steps_policy(format_tool_call("bash", {"command": "sleep 0.2; echo hello > out.txt"}),
                           format_tool_call("bash", {"command": "cat out.txt"}), format_tool_call("submit", {}))
-    before = set(os.listdir(workspace_root()))
+    # Only this process's workspaces (ws-<pid>-<n>): the directory is shared by every posttrain
+    # process of this uid, and under `make test` the other xdist worker's live sessions are in it.
+    mine = f"ws-{os.getpid()}-"
+    before = {d for d in os.listdir(workspace_root()) if d.startswith(mine)}
 
     async def go(pool):
         return await asyncio.wait_for(rollout_agent(ScriptedEngine(tok, policy), tok, [shell_task(i) for i in range(64)],
@@ -118,4 +118,4 @@ def test_64_concurrent_sessions_no_deadlock_and_nothing_left_behind(tok):
 
     trajs, pool = with_sandbox(go)
     assert len(trajs) == 64 and all(t.verify.passed for t in trajs)
-    assert not pool._sessions and set(os.listdir(workspace_root())) <= before
+    assert not pool._sessions and {d for d in os.listdir(workspace_root()) if d.startswith(mine)} <= before

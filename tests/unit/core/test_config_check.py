@@ -59,8 +59,10 @@ def test_plugin_domain_becomes_trainable_by_name(tmp_path):
             pass
     """))
     probe = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        from posttrain.builtins import load_builtins
         from posttrain.config import load_config
         from posttrain.config_check import check_config
+        load_builtins()  # as the CLI does
         cfg = load_config(None, ["plugins=[{plugin}]", "tasks.domains={{my_plugin_arith: {{n_train: 5}}}}"])
         check_config(cfg)  # no error: the plugin registered the domain before the names were checked
     """)], capture_output=True, text=True)
@@ -68,23 +70,28 @@ def test_plugin_domain_becomes_trainable_by_name(tmp_path):
 
 
 def test_every_registered_name_is_reachable_from_a_fresh_interpreter():
-    """Each kind's names, listed in one interpreter, each looked up by name in another."""
-    from posttrain.registry import _BUILTIN_MODULES
+    """Each kind's names, listed in one interpreter, each looked up by name in another, after the
+    one explicit call that loads the built-ins (posttrain/builtins.py)."""
+    from posttrain.builtins import BUILTIN_MODULES
 
-    kinds = sorted(_BUILTIN_MODULES)  # every kind with built-ins, so a new kind cannot be forgotten here
+    kinds = sorted(BUILTIN_MODULES)  # every kind with built-ins, so a new kind cannot be forgotten here
     assert {"recipe", "engine", "offpolicy"} <= set(kinds)
     listing = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import json
+        from posttrain.builtins import load_builtins
         from posttrain.registry import registry
+        load_builtins()
         print(json.dumps({{k: registry(k).names() for k in {kinds!r}}}))
     """)], capture_output=True, text=True, check=True)
     names = json.loads(listing.stdout)
     assert all(names[k] for k in kinds), {k: v for k, v in names.items() if not v}
     assert "vllm" in names["engine"] and "sigmoid" in names["dpo_loss"]
     for kind, ns in names.items():
-        # a fresh interpreter per kind: nothing imported but the registry itself
+        # a fresh interpreter per kind: the registry and the built-ins' one call
         probe = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+            from posttrain.builtins import load_builtins
             from posttrain.registry import registry
+            load_builtins()
             for n in {ns!r}:
                 registry({kind!r}).get(n)
         """)], capture_output=True, text=True)

@@ -39,7 +39,7 @@ LAYERS = [
     {"eval", "longctx"},
     {"train"},
     {"recipes", "serve", "view", "distributed"},
-    {"cli"},
+    {"cli", "builtins"},  # builtins.py names every layer's modules: load_builtins(), called by the CLI
 ]
 RANK = {part: i for i, layer in enumerate(LAYERS) for part in layer}
 

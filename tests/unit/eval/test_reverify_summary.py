@@ -21,7 +21,7 @@ from posttrain.types import Message, Spec, Task, Trajectory, Turn, VerifyResult
 _calls: dict[int, itertools.count] = {}
 
 
-@verifier("eval_test_coin")
+@verifier("eval_test_coin", answer_format="line")
 class Coin:
     """Flaky on purpose: alternates its verdict on every call for the same trajectory."""
 
@@ -30,7 +30,7 @@ class Coin:
         return VerifyResult(1.0, True) if n % 2 else VerifyResult(0.0, False)
 
 
-@verifier("eval_test_steady")
+@verifier("eval_test_steady", answer_format="line")
 class Steady:
     async def __call__(self, task, traj, ctx):
         return VerifyResult(1.0, True)

@@ -152,7 +152,10 @@ def test_eval_builds_an_engine_that_takes_no_max_batch_without_it(tiny, monkeypa
     def nobatch(model, tokenizer, seed=0):
         got.update(seed=seed)
         return object()
-    monkeypatch.setitem(registry("engine")._items, "nobatch", nobatch)  # removed again after the test
+    # removed again after the test; it declares, as an engine does where it registers, that it takes no max_batch
+    monkeypatch.setitem(registry("engine")._items, "nobatch", nobatch)
+    monkeypatch.setitem(registry("engine")._props, "nobatch",
+                        {"inflight_weights": False, "max_batch_arg": False, "model_check": None})
     _build(resolve_model(tiny), "nobatch", 7)
     assert got == {"seed": 0}
 

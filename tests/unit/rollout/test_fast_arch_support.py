@@ -66,7 +66,8 @@ def test_engine_refuses_unsupported_config_at_construction(tiny):
 
 
 def test_vllm_is_registered_without_importing_vllm():
-    code = ("import sys; from posttrain.registry import registry; "
+    code = ("import sys; from posttrain.builtins import load_builtins; load_builtins(); "
+            "from posttrain.registry import registry; "
             "cls = registry('engine').get('vllm'); print(cls.__name__, 'vllm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 import pytest
 
 from posttrain.errors import SandboxError
+import posttrain.sandbox.session as session_mod
+from posttrain.sandbox.runtime import workspace_root
 from posttrain.sandbox.session import BudgetExceeded
 from posttrain.types import ExecLimits
 
@@ -124,6 +127,25 @@ def test_close_leaves_nothing_behind(run, session):
     run(s.close)
     assert not any(os.path.exists(d) for d in dirs)
     assert not os.path.exists(f"/proc/{pid}")
+
+
+def test_a_shell_that_cannot_start_leaves_nothing_behind(run, pools, monkeypatch):
+    # fork() under memory or pid pressure fails with EAGAIN after the workspaces and cgroup exist
+    cgroup_dirs = []
+
+    def fork_fails(argv_for, stdio, cg, rlimits, **kw):
+        cgroup_dirs.extend(cg.dirs.values() if cg else [])
+        for fd in stdio:  # the real launch() closes them whatever happens
+            os.close(fd)
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    mine = f"ws-{os.getpid()}-"
+    before = {d for d in os.listdir(workspace_root()) if d.startswith(mine)}
+    monkeypatch.setattr(session_mod, "launch", fork_fails)
+    with pytest.raises(OSError, match="temporarily unavailable"):
+        run(pools("pooled").open_session)
+    assert {d for d in os.listdir(workspace_root()) if d.startswith(mine)} == before
+    assert not any(os.path.exists(d) for d in cgroup_dirs)
 
 
 def test_many_idle_sessions(run, runner, pools):

@@ -17,7 +17,7 @@ from posttrain.registry import verifier
 from posttrain.types import Spec, VerifyResult
 
 
-@verifier("test_async_digit_match")
+@verifier("test_async_digit_match", answer_format="line")
 class DigitMatch:
     """Partial credit (oracle digits matched by position), so a barely trained policy has reward variance."""
 

@@ -18,7 +18,7 @@ from posttrain.registry import registry, verifier
 from posttrain.types import Spec, VerifyResult
 
 
-@verifier("test_digit_match")
+@verifier("test_digit_match", answer_format="line")
 class DigitMatch:
     """Partial credit (oracle digits matched by position), so a barely trained policy has reward variance."""
 
@@ -87,7 +87,7 @@ def test_resume_reproduces_uninterrupted_run_bitwise(tmp_path, setup):
 _CALLS = []
 
 
-@registry("loss").register("test_nan_on_third_update")
+@registry("loss").register("test_nan_on_third_update", units="sequences")
 def _nan_loss(logp, old_logp, adv, mask, **kw):
     _CALLS.append(1)
     loss, st = registry("loss").get("grpo")(logp, old_logp, adv, mask, **kw)

@@ -9,7 +9,7 @@ from posttrain.verifiers.compose import step_factor, verify
 from .helpers import answer, task
 
 
-@verifier("test_const")
+@verifier("test_const", answer_format="line")
 class Const:
     def __init__(self, score: float, infra: bool = False) -> None:
         self.score, self.infra = score, infra

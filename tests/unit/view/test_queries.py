@@ -1,15 +1,18 @@
-"""The viewer's SQL: filters, pages, recomputed advantages, reward bands."""
+"""The viewer's SQL: filters, pages, stored advantages, reward bands."""
 
 from __future__ import annotations
+
+import sqlite3
 
 import pytest
 import torch
 
 from posttrain.store.trajectories import TrajectoryStore
-from posttrain.train.rl import estimate_advantages, group_by_task
+from posttrain.train.advantages import estimate_advantages, trained_advantages
+from posttrain.train.rl import group_by_task
 from posttrain.types import Trajectory, Turn, VerifyResult
 from posttrain.eval.run_data import reward_by_step
-from posttrain.view.queries import Filters, facets, group_samples, list_trajectories
+from posttrain.view.queries import Filters, facets, group_samples, list_trajectories, trajectory
 from posttrain.view.runs import RunView
 from posttrain.view.synthetic import write_run
 
@@ -26,29 +29,62 @@ def _traj(step: int, grp: int, sample: int, reward: float, infra: bool = False) 
 
 
 @pytest.fixture()
-def odd_group(tmp_path):
-    """One group with an infra error and uneven rewards."""
+def odd_groups(tmp_path):
+    """Two groups, one with an infra error, stored with the reinforce_pp advantages the trainer used."""
     trajs = [_traj(0, 0, i, r, infra=(i == 2)) for i, r in enumerate([1.0, 0.0, 0.0, 0.5, 1.0])]
+    trajs += [_traj(0, 1, i, r) for i, r in enumerate([1.0, 1.0, 1.0, 0.0])]
+    groups = group_by_task(trajs)
+    adv = trained_advantages(trajs, [t for g in groups for t in g], estimate_advantages(groups, "reinforce_pp"))
     store = TrajectoryStore(tmp_path / "trajectories.sqlite")
-    store.put_many(trajs)
+    store.put_many(trajs, advantages=adv)
     store.close()
-    return RunView(tmp_path), trajs
+    return RunView(tmp_path), adv
 
 
-def test_page_advantages_equal_the_trainers_group_norm(odd_group):
-    run, trajs = odd_group
-    want = estimate_advantages(group_by_task(trajs), "group_norm").tolist()
+def test_page_shows_the_stored_advantage_of_any_estimator(odd_groups):
+    run, adv = odd_groups  # reinforce_pp: the viewer once showed group_norm for it
     with run.db() as db:
         got = [r["advantage"] for r in list_trajectories(db, Filters())["rows"]]
-    assert got == pytest.approx(want, abs=1e-5)
+    assert got == adv and got[2] is None  # the infra error was not trained on
 
 
-def test_advantage_filter_path_equals_the_page_path(odd_group):
-    run, _ = odd_group
+def test_group_and_single_trajectory_show_the_stored_advantage(odd_groups):
+    run, adv = odd_groups
     with run.db() as db:
-        plain = {r["sample"]: r["advantage"] for r in list_trajectories(db, Filters())["rows"]}
-        joined = {r["sample"]: r["advantage"] for r in list_trajectories(db, Filters(adv_min=-100.0))["rows"]}
-    assert joined == pytest.approx(plain)
+        assert [s["advantage"] for s in group_samples(db, "train", 0, 1)["samples"]] == adv[5:]
+        assert trajectory(db, "train", 0, 0, 3)["advantage"] == adv[3]
+
+
+def test_advantage_filter_reads_the_stored_column(odd_groups):
+    run, adv = odd_groups
+    with run.db() as db:
+        rows = list_trajectories(db, Filters(adv_min=0.0))["rows"]
+    assert [r["advantage"] for r in rows] == [a for a in adv if a is not None and a >= 0.0]
+
+
+def test_a_store_from_before_the_column_shows_no_advantage(tmp_path):
+    db = sqlite3.connect(tmp_path / "trajectories.sqlite")
+    db.execute("CREATE TABLE trajectories (kind TEXT, step INTEGER, grp INTEGER, sample INTEGER, task_id TEXT, "
+               "task_version TEXT, domain TEXT, reward REAL, passed INTEGER, status TEXT, weights_version INTEGER, "
+               "finish_reason TEXT, error_boundary TEXT, data TEXT)")
+    db.execute("INSERT INTO trajectories VALUES ('train',0,0,0,'t','v','d',1.0,1,'ok',0,'stop',NULL,?)",
+               ('{"turns": []}',))
+    db.commit()
+    rows = list_trajectories(db, Filters())["rows"]
+    assert len(rows) == 1 and rows[0]["advantage"] is None
+
+
+def test_an_older_store_gains_the_column_when_the_trainer_opens_it(tmp_path):
+    db = sqlite3.connect(tmp_path / "t.sqlite")
+    db.execute("CREATE TABLE trajectories (kind TEXT NOT NULL DEFAULT 'train', step INTEGER NOT NULL, grp INTEGER NOT NULL, "
+               "sample INTEGER NOT NULL, task_id TEXT NOT NULL, task_version TEXT NOT NULL, domain TEXT NOT NULL, "
+               "reward REAL, passed INTEGER, status TEXT, weights_version INTEGER, finish_reason TEXT, "
+               "error_boundary TEXT, data TEXT NOT NULL, PRIMARY KEY (kind, step, grp, sample))")
+    db.close()
+    store = TrajectoryStore(tmp_path / "t.sqlite")
+    store.put_many([_traj(1, 0, 0, 1.0)], advantages=[0.25])
+    assert store.advantages(1) == {(0, 0): 0.25}
+    store.close()
 
 
 def test_advantage_filter_keeps_only_rows_in_range(run):

@@ -40,7 +40,6 @@ import random
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
@@ -56,27 +55,21 @@ from posttrain.rollout.engines.fast.model import FastLM, check_supported
 from posttrain.rollout.engines.fast.prefill import PrefillStats, prefill
 from posttrain.rollout.engines.fast.sampling import RowParams, sample
 from posttrain.rollout.engines.fast.seq import Finisher, Seq
+from posttrain.rollout.engines.fast.streaming import Streaming, _Waiting
 from posttrain.rollout.engines.fast.vision import ImageEncoder, is_vlm
 from posttrain.rollout.tokenizer_checks import stop_token_ids
 from posttrain.rollout.vision import text_only_error
 from posttrain.rollout.weight_sync import SyncReport, WeightSyncError, install
 
 
-@dataclass
-class _Waiting:
-    req: int
-    samples: list[int]  # sample indices not yet admitted
-    deadline: float | None
-
-
 MATMUL_DTYPES = ("bfloat16", "float16", "float32")
 
 
-@engine("fast")
-class FastEngine(LaneBudget):
-    inflight_weight_update = True  # set_weight_source: new weights between decode steps (config_check reads it)
-    # config.json dict -> None, or the one line saying what `fast` cannot run (config_check calls it at load)
-    unsupported_reason = staticmethod(check_supported)
+# model_check: config.json dict -> None, or the one line saying what `fast` cannot run (config_check, at load)
+@engine("fast", inflight_weights=True, max_batch_arg=True, model_check=check_supported)
+class FastEngine(Streaming, LaneBudget):
+    """Engine, EngineInfo, WeightReceiver, InflightWeights and StreamingEngine (rollout/engine.py);
+    the streaming half is streaming.py."""
 
     def __init__(self, model: Any, tokenizer: Any, max_batch: int = 256, max_model_len: int | None = None,
                  block_size: int = 16, cache_mb: float = 64.0, cache_outputs: bool = True,
@@ -114,7 +107,7 @@ class FastEngine(LaneBudget):
                                 block_size, self.lm.dtype, self.lm.device)
         self.vision = ImageEncoder.from_hf(model) if is_vlm(model) else None  # LLaVA-style VLM: images
         self._views = {**self.lm.views, **(self.vision.views if self.vision else {})}
-        self._model_name = model_name(model)  # named in the error for an image prompt to a text-only model
+        self.model_label = model_name(model)  # DescribesModel: named in the error for an image prompt
         self._feats: dict[int, torch.Tensor] = {}  # request index -> image features, this generate call
         if speculative is not None and self.vision is not None:
             raise ConfigError("speculative decoding is not supported with a vision-language model in the fast engine")
@@ -171,6 +164,14 @@ class FastEngine(LaneBudget):
                 self._lane_bytes(self.lanes.n, self.lanes.cap) > self.kv_bytes // 4:
             self.lanes = None  # big lanes go back between calls (an RL update needs the memory); small stay
         return [done[(i, k)] for i, r in enumerate(requests) for k in range(r.params.n)]
+
+    @property
+    def stop_ids(self) -> tuple[int, ...]:
+        """The token ids that end a turn (EOS, generation_config's, the chat template's end-of-turn)."""
+        return tuple(sorted(self.finisher.eos))
+
+    def inflight_updates(self) -> int:
+        return int(self.counters["inflight_updates"])
 
     def set_weight_source(self, source: Callable[[], tuple[int, Mapping[str, Any]] | None] | None) -> None:
         """Poll `source()` between decode steps (None: stop); see the module docstring."""
@@ -242,7 +243,7 @@ class FastEngine(LaneBudget):
         if n == 0:
             return "empty prompt: at least one token is needed to condition on"
         if r.images and self.vision is None:
-            return text_only_error(r, self._model_name)
+            return text_only_error(r, self.model_label)
         if n >= self.max_len:
             return f"prompt of {n} tokens does not fit the context of {self.max_len} tokens (needs room for 1 new)"
         bad = [t for t in r.prompt_ids if not 0 <= t < self.lm.shape.vocab]

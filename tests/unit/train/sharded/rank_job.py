@@ -9,6 +9,10 @@ to OUT.pt; the other ranks follow. The one-process reference runs in the test it
 
 from __future__ import annotations
 
+from posttrain.builtins import load_builtins
+
+load_builtins()  # a rank is its own interpreter: what the CLI and the suite do first
+
 import os
 import sys
 

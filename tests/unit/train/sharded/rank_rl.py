@@ -8,6 +8,10 @@ loop on the sharded trainer and the other ranks follow. OUT.pt: {"rows", "state"
 
 from __future__ import annotations
 
+from posttrain.builtins import load_builtins
+
+load_builtins()  # a rank is its own interpreter: what the CLI and the suite do first
+
 import asyncio
 import dataclasses
 import os
@@ -20,7 +24,7 @@ from posttrain.registry import verifier
 from posttrain.types import Spec, VerifyResult
 
 
-@verifier("sharded_test_digit_match")
+@verifier("sharded_test_digit_match", answer_format="line")
 class DigitMatch:
     """Partial credit, so an untrained policy already has reward variance (and gradients)."""
 

@@ -47,7 +47,7 @@ def test_launcher_reads_world_size_and_timeout_from_overrides_then_yaml(tmp_path
 
 
 def test_an_unknown_launcher_is_named_with_the_known_ones():
-    with pytest.raises(ConfigError, match=r"trainer.launcher='slurm' is not a registered launcher; known: local, ray"):
+    with pytest.raises(ConfigError, match=r"trainer.launcher='slurm' is not a launcher; known: local, ray"):
         check_sharded(load_config(None, ["trainer.world_size=2", "trainer.launcher=slurm"]))
 
 
@@ -57,14 +57,17 @@ def test_the_ray_launcher_without_a_cluster_address_is_refused():
 
 
 def test_the_launch_refuses_a_bad_launcher_before_starting_anything(monkeypatch, capsys, tmp_path):
-    from posttrain.parallel.launch import maybe_spawn
+    from posttrain.distributed.trainer_group import launch_ray_group
+    from posttrain.parallel.launch import launch_local, maybe_spawn
+
+    launchers = {"local": launch_local, "ray": launch_ray_group}  # what the CLI wires
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     y = tmp_path / "run.yaml"
     y.write_text("trainer: {world_size: 2, launcher: ray}\n")  # read from the YAML, no cluster.address anywhere
     with pytest.raises(SystemExit) as e:
-        maybe_spawn(["sft", str(y)])
+        maybe_spawn(["sft", str(y)], launchers)
     assert e.value.code == 2 and "trainer.launcher=ray needs cluster.address" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
-        maybe_spawn(["sft", str(y), "trainer.launcher=slurm"])
-    assert e.value.code == 2 and "unknown launcher 'slurm'; known: local, ray" in capsys.readouterr().err
+        maybe_spawn(["sft", str(y), "trainer.launcher=slurm"], launchers)
+    assert e.value.code == 2 and "unknown trainer.launcher 'slurm'; known: local, ray" in capsys.readouterr().err

@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from posttrain.verifiers.base import BatchVerifier
 from posttrain.registry import verifier
 from posttrain.tasks import generate_domain
 from posttrain.verifiers.soundness.hack_probes import KINDS, PROBES, ProbeView, domain_kind, junk_instance
@@ -24,7 +25,7 @@ SHIPPED = ["arithmetic", "chart", "code", "conflict", "drawing", "extraction", "
            "terminal", "tools", "ui"]
 
 
-@verifier("test_lax_any_number")
+@verifier("test_lax_any_number", answer_format="line")
 class LaxAnyNumber:
     """Weak on purpose: passes when ANY number in the answer equals the expected one."""
 
@@ -55,7 +56,7 @@ _main()
 '''
 
 
-@verifier("test_weak_program")
+@verifier("test_weak_program", answer_format="line")
 class WeakProgramTests:
     def __init__(self, test: str, entry_point: str) -> None:
         self.test, self.entry = test, entry_point
@@ -231,8 +232,8 @@ print("\n@@BATCH@@" + json.dumps(results))
 '''
 
 
-@verifier("test_weak_batch")
-class WeakBatchTests:
+@verifier("test_weak_batch", answer_format="line")
+class WeakBatchTests(BatchVerifier):
     def __init__(self, tests: list) -> None:
         self.xs, self.want = [t[0] for t in tests], [t[1] for t in tests]
 

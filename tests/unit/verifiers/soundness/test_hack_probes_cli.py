@@ -45,7 +45,7 @@ import random, re
 from posttrain.registry import domain, verifier
 from posttrain.types import Limits, Message, Spec, Task, VerifyResult
 
-@verifier("lax_any_number_cli")
+@verifier("lax_any_number_cli", answer_format="line")
 class Lax:
     def __init__(self, answer): self.answer = str(answer)
     async def __call__(self, task, traj, ctx):
