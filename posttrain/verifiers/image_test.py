@@ -16,7 +16,7 @@ from posttrain.types import Task, Trajectory, VerifyResult
 from posttrain.verifiers.base import VerifyContext
 
 
-@verifier("image_test")
+@verifier("image_test", answer_format="line")  # multi-step episodes: the step budget decides (rules.py)
 class ImageTest:
     def __init__(self, tests: dict[str, str], wall_s: float = 60.0) -> None:
         self.tests, self.wall_s = dict(tests), float(wall_s)

@@ -85,7 +85,7 @@ def _score(key: tuple, item: dict, answer: str) -> float:
     return float(rg.dataset(*key[:5]).score_answer(answer, item))
 
 
-@verifier("rg_answer")
+@verifier("rg_answer", answer_format="line")  # each task names its own rule (metadata answer_format)
 class RGAnswer:
     def __init__(self, generator: str, level: float, args: dict[str, Any], seed: int, size: int, index: int,
                  time_limit_s: float = 20.0) -> None:

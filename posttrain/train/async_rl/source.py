@@ -39,6 +39,7 @@ from typing import Any, Awaitable, Callable
 import torch
 
 from posttrain.errors import PosttrainError
+from posttrain.rollout.engine import InflightWeights
 from posttrain.train.async_rl.correction import correction_for
 from posttrain.train.async_rl.guard import DriftGuard
 from posttrain.train.async_rl.pipeline import Pipeline
@@ -47,7 +48,7 @@ from posttrain.train.batch_source import ScoredBatch, observe, rollout_batch
 
 
 def _inflight(engine: Any) -> int:
-    return int(getattr(engine, "counters", {}).get("inflight_updates", 0))
+    return engine.inflight_updates() if isinstance(engine, InflightWeights) else 0
 
 
 def partial_stats(trajs: list[Any], trained: int, k: int) -> dict[str, float]:
@@ -97,7 +98,7 @@ class AsyncBatchSource:
         if k > 0:  # producer and trainer run at once: each torch op on half the cores, not 2x oversubscribed
             torch.set_num_threads(max(1, self.threads // 2))
         self.partial = bool(cfg.partial_rollouts) and k > 0
-        if self.partial and not hasattr(st.engine, "set_weight_source"):
+        if self.partial and not isinstance(st.engine, InflightWeights):
             raise PosttrainError(f"rl.partial_rollouts=true: the engine ({type(st.engine).__name__}) cannot take weights "
                                  "between decode steps (no set_weight_source); set rl.partial_rollouts=false")
         self.pipe = pipe = Pipeline(st, k, self.partial)
