@@ -10,7 +10,7 @@ import typer
 
 
 def ask_cmd(
-    doc: Path = typer.Argument(..., help="The document (UTF-8 text: Markdown, plain, paged)."),
+    doc: Path = typer.Argument(..., help="The document: a PDF, or UTF-8 text (Markdown, plain, paged)."),
     question: str = typer.Option(..., "--question", "-q", help="The question to answer from the document."),
     model: Path = typer.Option(..., "--model", help="Hugging Face causal-LM directory (the reader)."),
     engine: str = typer.Option("fast", help="Generation engine: fast, hf, ..."),
@@ -20,17 +20,18 @@ def ask_cmd(
     nli: bool = typer.Option(False, "--nli", help="Check support with the model (NLI-style) instead of lexical overlap."),
     cache: Optional[Path] = typer.Option(None, help="JSON file caching chunk summaries across runs."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as one JSON object."),
+    max_mb: float = typer.Option(256.0, "--max-mb", help="Refuse a document larger than this many MiB before any work."),
 ) -> None:
     """Answer a question about a long document with verified citations, or say 'not found'."""
     from posttrain.longctx.cli_ops import ask_file
 
-    out = ask_file(doc, question, model, engine, max_tokens, top_k, threshold, nli, cache)
+    out = ask_file(doc, question, model, engine, max_tokens, top_k, threshold, nli, cache, int(max_mb * 2**20))
     if as_json:
         print(json.dumps(out))
         return
     print(out["answer"] + (f"   (confidence {out['confidence']:.2f})" if out["found"] else ""))
     for c in out["citations"]:
-        print(f"  [{c['chunk']}:{c['start']}-{c['end']}] {' > '.join(c['path'])}: {c['quote']!r}")
+        print(f"  [{c['chunk']}:{c['start']}-{c['end']} p.{c['page_label']}] {' > '.join(c['path'])}: {c['quote']!r}")
     for r in out["removed"]:
         print(f"  removed: {r['claim']!r}: {r['reason']}")
     k = out["cost"]
@@ -42,12 +43,38 @@ def chunk_cmd(
     doc: Path = typer.Argument(..., help="The document to split."),
     max_tokens: int = typer.Option(512, help="Chunk budget in tokens."),
     model: Optional[Path] = typer.Option(None, "--model", help="Count tokens with this model's tokenizer (default: characters)."),
+    max_mb: float = typer.Option(256.0, "--max-mb", help="Refuse a document larger than this many MiB before any work."),
 ) -> None:
-    """Show how a document splits by structure: id, kind, page, tokens, offsets, section path."""
+    """Show how a document splits: id, kind, page (printed label for a PDF), tokens, offsets, section path."""
     from posttrain.longctx.cli_ops import chunk_file
 
-    for c in chunk_file(doc, max_tokens, model):
-        print(f"{c.id}\t{c.kind}\tp{c.page}\t{c.n_tokens}\t{c.start}-{c.end}\t{' > '.join(c.path)}")
+    for c in chunk_file(doc, max_tokens, model, int(max_mb * 2**20)):
+        page = f"p{c.page}" + (f"({c.label})" if c.label else "")
+        print(f"{c.id}\t{c.kind}\t{page}\t{c.n_tokens}\t{c.start}-{c.end}\t{' > '.join(c.path)}")
+
+
+def ingest_cmd(
+    doc: Path = typer.Argument(..., help="A PDF (or text) document."),
+    tables: bool = typer.Option(False, "--tables", help="Also extract ruled tables as cell grids (pdfplumber; ~0.1-0.3 s a page)."),
+    max_mb: float = typer.Option(256.0, "--max-mb", help="Refuse a document larger than this many MiB before any work."),
+    as_json: bool = typer.Option(False, "--json", help="Print everything as one JSON object."),
+) -> None:
+    """Read a PDF: pages with printed labels, the outline, image-only pages, tables (merged across pages)."""
+    from posttrain.longctx.cli_ops import ingest_file
+
+    out = ingest_file(doc, tables, int(max_mb * 2**20))
+    if as_json:
+        print(json.dumps(out))
+        return
+    if out["kind"] == "text":
+        print(f"{out['file']}: text, {out['chars']} characters")
+        return
+    print(f"{out['file']}: {out['pages']} pages ({out['labels'][0]}..{out['labels'][-1]}), {len(out['outline'])} outline entries, "
+          f"{len(out['tables'])} tables, {out['chars']} characters, {out['wall_s']:.2f}s")
+    for p in out["image_only_pages"]:
+        print(f"  page {p} ({out['labels'][p - 1]}) is image-only: no text layer (needs OCR)")
+    for t in out["tables"]:
+        print(f"  table on pages {t['pages']}: {len(t['rows'])} rows x {len(t['header'])} columns: {t['header']}")
 
 
 def make_data_cmd(
@@ -79,5 +106,6 @@ def register(app: typer.Typer) -> None:
     sub = typer.Typer(help="Long documents: chunk, index, rank, answer with citations, verify; training data.", no_args_is_help=True)
     sub.command("ask")(ask_cmd)
     sub.command("chunk")(chunk_cmd)
+    sub.command("ingest")(ingest_cmd)
     sub.command("make-data")(make_data_cmd)
     app.add_typer(sub, name="longctx")
