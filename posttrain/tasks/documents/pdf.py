@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from posttrain.errors import PosttrainError
+from posttrain.tasks.documents.pdf_tables import Table, extract_tables
 
 
 
@@ -54,13 +55,6 @@ class Heading:
     level: int  # 0 = top level of the outline
     title: str
     page: int  # physical page index the entry points at
-
-
-@dataclass(frozen=True)
-class Table:
-    pages: tuple[int, ...]  # physical page indices it spans, in order
-    header: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
 
 
 @dataclass
@@ -189,8 +183,6 @@ def load_pdf(path: str | Path, tables: bool = False, max_bytes: int = DEFAULT_MA
         raise DocumentError(f"document {p} is an {what}" if scanned else f"document {p} is a {what}")
     doc = PdfDoc(p, pages, outline)
     if tables:
-        from posttrain.tasks.documents.pdf_tables import extract_tables
-
         doc.tables = extract_tables(p, n)
     return doc
 

@@ -16,11 +16,17 @@ an empty cell is "". Limits: tables drawn without rules (aligned text only) are 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from posttrain.tasks.documents.pdf import Table
-
 _WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Table:
+    pages: tuple[int, ...]  # physical page indices it spans, in order
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
 
 
 def _cell(x: object) -> str:
