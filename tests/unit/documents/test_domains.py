@@ -110,3 +110,43 @@ def test_wrong_answers_never_pass(table_tasks, xref_tasks):
         dom = dom or XRef()
         for t in tasks:
             assert _score(t, [dom.wrong_answer(t, random.Random(t.id))])[0] < 1.0
+
+
+@pytest.fixture(scope="module")
+def niah_tasks():
+    from posttrain.tasks.documents.niah import Niah
+
+    return Niah(lengths=(600, 1200)).generate(10, seed=1)
+
+
+def test_niah_oracles_score_one_at_every_length_and_depth(niah_tasks):
+    assert all(_score(t, [t.oracle]) == [1.0] for t in niah_tasks)
+    assert {t.metadata["length_tokens"] for t in niah_tasks} == {600, 1200} and len({t.metadata["depth"] for t in niah_tasks}) >= 4
+
+
+def test_niah_haystacks_are_ruler_essays_and_fit_the_length(niah_tasks):
+    essay = [t for t in niah_tasks if t.metadata["variant"] == "single_essay"]
+    assert essay and all(len(t.prompt[0].content.split()) <= t.metadata["length_tokens"] for t in niah_tasks)
+    assert all("special magic number" in t.prompt[0].content for t in essay)
+
+
+def test_niah_listing_every_number_in_the_haystack_never_passes(niah_tasks):
+    multikey = [t for t in niah_tasks if t.metadata["variant"] == "multikey"]
+    assert multikey
+    for t in niah_tasks:
+        if t.verifier.args["kind"] == "numbers":
+            every = " ".join(re.findall(r"\b\d{7}\b", t.prompt[0].content) + ["1234567"])
+            assert _score(t, [every])[0] <= (0.25 if t in multikey else 0.8)
+
+
+def test_niah_generation_is_seeded(niah_tasks):
+    from posttrain.tasks.documents.niah import Niah
+
+    again = Niah(lengths=(600, 1200)).generate(10, seed=1)
+    assert [t.version for t in again] == [t.version for t in niah_tasks]
+
+
+def test_offline_sentence_splitter_splits_after_full_stops():
+    from posttrain.tasks.documents.niah import split_sentences
+
+    assert split_sentences("The sky is blue. It rains. 3 cats ran!") == ["The sky is blue.", "It rains.", "3 cats ran!"]
