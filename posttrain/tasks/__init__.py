@@ -4,7 +4,7 @@ from posttrain.tasks import arithmetic, code  # noqa: F401  (registers domains)
 from posttrain.tasks import conflict, extraction, humaneval, math_problems, needle, scene, terminal, tools  # noqa: F401  (registers domains)
 from posttrain.tasks import chart, drawing, ui  # noqa: F401  (registers the vision domains)
 from posttrain.tasks import bfcl  # noqa: F401  (registers bfcl; needs the bfcl-eval package only to build)
-from posttrain.tasks.documents import niah, table_extract, xref  # noqa: F401  (registers the document domains; PDFs read when built)
+from posttrain.tasks.documents import niah, report_qa, table_extract, xref  # noqa: F401  (registers the document domains; PDFs read when built)
 from posttrain.tasks import ifbench, mmath  # noqa: F401  (registers math500, aime, ifbench: optional packages, needed only when built)
 from posttrain.tasks.base import Domain, generate_split
 

@@ -150,3 +150,33 @@ def test_offline_sentence_splitter_splits_after_full_stops():
     from posttrain.tasks.documents.niah import split_sentences
 
     assert split_sentences("The sky is blue. It rains. 3 cats ran!") == ["The sky is blue.", "It rains.", "3 cats ran!"]
+
+
+@pytest.fixture(scope="module")
+def report_tasks():
+    from posttrain.tasks.documents.report_qa import ReportQA
+
+    return ReportQA().generate(12, seed=2)
+
+
+def test_report_qa_oracles_score_one_and_other_answers_zero(report_tasks):
+    from posttrain.tasks.documents.report_qa import ReportQA
+
+    for t in report_tasks:
+        assert _score(t, [t.oracle, ReportQA().wrong_answer(t, random.Random(0))]) == [1.0, 0.0]
+
+
+def test_report_qa_numbers_match_within_one_percent_not_beyond():
+    from posttrain.tasks.documents.report_qa import rows
+
+    row = next(r for r in rows() if r[2] == "$55.2 million")
+    from posttrain.types import Limits, Message, Spec
+
+    t = Task(id="r", domain="report_qa", prompt=(Message("user", "q"),), verifier=Spec("report_answer", {"answer": row[2], "kind": "numeric"}),
+             limits=Limits(max_steps=1))
+    assert _score(t, ["About $55.3 million", "$57 million", "55.2 and 12 and 13"]) == [1.0, 0.0, 0.0]
+
+
+def test_report_qa_copying_the_documents_scores_zero(report_tasks):
+    for t in report_tasks[:3]:
+        assert _score(t, [t.prompt[0].content[:5000] + " " + t.oracle]) == [0.0]
