@@ -50,3 +50,13 @@ def test_offset_citations_naming_the_wrong_page_are_removed(tmp_path):
     right = verify([Claim("4417", (Citation(home.id, s, e, page="1"),))], q, pdf.text, idx)
     wrong = verify([Claim("4417", (Citation(home.id, s, e, page="2"),))], q, pdf.text, idx)
     assert right.found and not wrong.found and "is on page 1" in wrong.removed[0].reason
+
+
+def test_ranking_follows_a_question_that_names_a_printed_page(tmp_path):
+    from posttrain.longctx.rank import page_refs, rank
+
+    pdf = load_pdf(text_pdf(tmp_path / "r.pdf", ["Arrays are everywhere here."] * 3 + ["Arrays: the real section."], roman_front=1))
+    chunks = split_pdf(pdf, 200, CharTokenizer())
+    idx = DocIndex.build(chunks, OracleReader({}))
+    assert page_refs("see [Arrays], page 3 and p. iv") == {"3", "iv"}
+    assert rank(idx, "Follow [Arrays], page 3", top_k=1)[0].chunk.label == "3"
