@@ -204,6 +204,8 @@ def main() -> None:
     ap.add_argument("--reader-tasks", type=int, default=30, help="tasks per suite for the reader part")
     ap.add_argument("--reader-engine", default="hf", help="generation engine for the reader (hf, fast)")
     ap.add_argument("--reader-max-new", type=int, default=512, help="cap on answer tokens (table_extract asks up to 2048)")
+    ap.add_argument("--reader-suites", default="xref,table_extract,niah", help="comma-separated suites for the reader part")
+    ap.add_argument("--reader-context", type=int, default=None, help="tokens the reader reads (default: its whole window)")
     args = ap.parse_args()
     if not args.skip_ingest:
         ingestion()
@@ -212,7 +214,8 @@ def main() -> None:
     if args.reader is not None:
         from benchmarks.documents_reader import reader_pass_at_1
 
-        reader_pass_at_1(args.reader, args.reader_tasks, args.seed, args.reader_engine, args.reader_max_new)
+        reader_pass_at_1(args.reader, args.reader_tasks, args.seed, args.reader_engine, args.reader_max_new,
+                         tuple(args.reader_suites.split(",")), args.reader_context)
 
 
 def retrieval(args: argparse.Namespace) -> None:

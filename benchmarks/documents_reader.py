@@ -66,7 +66,9 @@ def _contexts(doc: str, question: str, tok, budget: int) -> tuple[str, str]:
     return truncated, "\n\n".join(picked)
 
 
-def reader_pass_at_1(model_dir: Path, n: int, seed: int, engine: str = "hf", max_new_cap: int = 512) -> None:
+def reader_pass_at_1(model_dir: Path, n: int, seed: int, engine: str = "hf", max_new_cap: int = 512,
+                     suites: tuple[str, ...] = SUITES, context: int | None = None) -> None:
+    """`context`: read at most this many tokens (default: the model's window); a smaller one makes a quick smoke."""
     from posttrain.eval.suite import load_suite
     from posttrain.models.io import load_policy
     from posttrain.rollout import make_engine
@@ -76,11 +78,11 @@ def reader_pass_at_1(model_dir: Path, n: int, seed: int, engine: str = "hf", max
 
     model, tok = load_policy(model_dir)
     eng = make_engine(engine, model, tok)
-    ctx = int(getattr(model.config, "max_position_embeddings", 2048))
+    ctx = context or int(getattr(model.config, "max_position_embeddings", 2048))
     print(f"reader {model_dir} ({engine}), context {ctx} tokens, {n} tasks a suite, greedy, answers capped at {max_new_cap} tokens")
     print("| suite | tasks | truncation pass@1 [95% CI] | pipeline pass@1 [95% CI] | b (only pipeline) | c (only truncation) | McNemar p |")
     print("|---|---|---|---|---|---|---|")
-    for name in SUITES:
+    for name in suites:
         suite = load_suite(name)
         tasks = list(suite.tasks)[:n]
         max_new = min(int(suite.sampling.get("max_new_tokens", 256)), max_new_cap)

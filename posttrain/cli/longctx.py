@@ -80,18 +80,32 @@ def ingest_cmd(
 def make_data_cmd(
     out: Path = typer.Option(Path("data/longctx"), "--out", help="Output directory."),
     seed: int = typer.Option(0, help="Generator seed (recorded in manifest.json)."),
-    needle: int = typer.Option(200, help="Needle tasks."),
-    conflict: int = typer.Option(100, help="Conflict tasks."),
+    needle: int = typer.Option(200, help="Needle tasks (--real: RULER niah tasks, and as many xref tasks)."),
+    conflict: int = typer.Option(100, help="Conflict tasks (--real: table_extract tasks)."),
     demos: int = typer.Option(50, help="Chunk-summarise-reread demonstrations."),
     lengths: str = typer.Option("1024,4096", help="Needle haystack lengths in characters, comma-separated."),
     depths: str = typer.Option("0,0.25,0.5,0.75,1", help="Needle depths in [0, 1], comma-separated."),
     needles: int = typer.Option(1, help="Needles per haystack (multi-key when > 1)."),
     distractors: int = typer.Option(0, help="Near-miss distractor needles per haystack."),
     chunk_tokens: int = typer.Option(120, help="Chunk budget for the reader SFT rows."),
+    real: bool = typer.Option(False, "--real", help="From real documents instead: RULER needles, R-manual xref, report tables, demos on the manuals."),
+    tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="--real: count needle lengths in this model's tokens."),
 ) -> None:
     """Write needle and conflict tasks (task-spec JSONL) and SFT rows (reader steps, demonstrations)."""
     from posttrain.errors import ConfigError
     from posttrain.longctx.make import make_data
+
+    if real:
+        from posttrain.longctx.real_data import make_real_data
+
+        try:
+            ls = [int(x) for x in lengths.split(",") if x.strip()] if lengths != "1024,4096" else [1024, 2048, 4096]
+            ds = [int(round(100 * float(x))) for x in depths.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"--lengths and --depths take comma-separated numbers, got {lengths!r} and {depths!r}") from None
+        m = make_real_data(out, seed, needle, needle, conflict, demos, ls, ds, str(tokenizer) if tokenizer else None)
+        print(f"wrote {out}: {needle} niah + {needle} xref + {conflict} table tasks, {m['sft_rows']} SFT rows (seed {seed})")
+        return
 
     try:
         ls = [int(x) for x in lengths.split(",") if x.strip()]
