@@ -30,3 +30,18 @@ def test_cli_chunk_of_a_pdf_prints_page_labels(tmp_path):
     path = text_pdf(tmp_path / "t.pdf", ["front", "body"], roman_front=1)
     r = CliRunner().invoke(app, ["longctx", "chunk", str(path), "--max-tokens", "50"])
     assert r.exit_code == 0 and "p1(i)" in r.output and "p2(1)" in r.output
+
+
+def test_cli_ask_reads_a_pdf_and_reports_pages_of_its_citations(tmp_path):
+    import json
+
+    from posttrain.models.io import save_policy
+    from posttrain.models.tiny import build_tiny
+
+    tiny = save_policy(*build_tiny(seed=0), tmp_path / "tiny")
+    path = text_pdf(tmp_path / "d.pdf", ["Front", "The access code of Orion is 4417.", "The access code of Lyra is 9921."], roman_front=1)
+    r = CliRunner().invoke(app, ["longctx", "ask", str(path), "-q", "What is the access code of Orion?", "--model", str(tiny),
+                                 "--engine", "hf", "--top-k", "1", "--json"])
+    out = json.loads(r.output.strip().splitlines()[-1])
+    assert r.exit_code == 0 and out["cost"]["doc_tokens"] > 0
+    assert all(c["page_label"] in {"i", "1", "2"} and out["answer"] in c["quote"] for c in out["citations"])
