@@ -113,7 +113,10 @@ def _clean(text: str) -> str:
 
 
 def _open(p: Path, max_bytes: int):  # -> pypdfium2.PdfDocument
-    import pypdfium2 as pdfium
+    try:
+        import pypdfium2 as pdfium
+    except ImportError:
+        raise DocumentError(f"reading {p} needs pypdfium2: pip install 'posttrain[documents]'") from None
 
     if not p.exists():
         raise DocumentError(f"document not found: {p}")
