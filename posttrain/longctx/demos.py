@@ -25,9 +25,10 @@ SYSTEM = ("You answer questions about long documents. Index first, read deeply s
 
 
 def demonstration(doc: str, qa: QA, max_tokens: int = 400, top_k: int = 3, tokenizer: TokenizerLike | None = None,
-                  summary_chars: int = 120) -> list[Message]:
+                  summary_chars: int = 120, chunks: list | None = None) -> list[Message]:
+    """`chunks`: pre-made chunks (a PDF's, by page: `pdf_chunk.split_pdf`) instead of `split_by_structure`."""
     reader = OracleReader({qa.question: Gold(qa.answer, qa.start, qa.end)})
-    ld = LongDoc(doc, reader, tokenizer or CharTokenizer(), max_tokens=max_tokens)
+    ld = LongDoc(doc, reader, tokenizer or CharTokenizer(), max_tokens=max_tokens, chunks=chunks)
     res = ld.ask(qa.question, top_k=top_k)
     index, *_ = ld.index()
     listing = "\n".join(f"[{c.id}] {' > '.join(c.path) or '-'} :: {s[:summary_chars]}" for c, s in zip(index.chunks, index.summaries))

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from posttrain.errors import PosttrainError
+from posttrain.tasks.documents.pdf import DocumentError  # one error type for text and PDF input
 
-
-class DocumentError(PosttrainError):
-    """A document that cannot be read as text; the message names the file."""
+__all__ = ["DocumentError", "check_text", "load_document"]
 
 
 def check_text(doc: str, name: str = "document") -> str:
@@ -25,13 +23,18 @@ def check_text(doc: str, name: str = "document") -> str:
     return doc
 
 
-def load_document(path: str | Path) -> str:
+def load_document(path: str | Path, max_bytes: int | None = None) -> str:
     p = Path(path)
     if not p.exists():
         raise DocumentError(f"document not found: {p}")
     if not p.is_file():
         raise DocumentError(f"document is not a regular file: {p}")
+    size = p.stat().st_size
+    if max_bytes is not None and size > max_bytes:
+        raise DocumentError(f"document {p} is {size} bytes, over the configured limit of {max_bytes} (max_bytes)")
     data = p.read_bytes()
+    if data.startswith(b"%PDF-"):
+        raise DocumentError(f"document {p} is a PDF: read it with posttrain.tasks.documents.pdf.load_pdf (the CLI does)")
     if b"\x00" in data[:8192]:
         raise DocumentError(f"document looks binary (NUL bytes): {p}")
     try:

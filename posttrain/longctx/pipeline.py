@@ -63,10 +63,12 @@ class LongDoc:
         max_tokens: int = 8000,
         cache: SummaryCache | None = None,
         embedder: Any = None,
+        chunks: list[Chunk] | None = None,
     ) -> None:
         self.doc, self.reader = doc, reader
         self.counter = TokenCounter(tokenizer)
-        self.chunks = split_by_structure(doc, max_tokens, tokenizer)
+        # a PDF comes pre-chunked by page (pdf_chunk.split_pdf); text is chunked by structure here
+        self.chunks = chunks if chunks is not None else split_by_structure(doc, max_tokens, tokenizer)
         self.doc_tokens = self.counter.count(doc)
         self.cache = cache if cache is not None else SummaryCache()
         self.embedder = embedder

@@ -6,11 +6,14 @@
 score = w_text * bm25(chunk text + section path) + w_summary * bm25(summary)
         + w_embed * cosine(question, chunk), each part divided by its maximum over the
 document so the weights mean what they say. Without embeddings their weight is shared
-out to the other two in proportion.
+out to the other two in proportion. When the question names a printed page ("see [Arrays],
+page 20") and the chunks carry page labels (a PDF), chunks on that page get `PAGE_WEIGHT`
+more: the index follows the cross-reference the way a reader does.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -19,6 +22,13 @@ from posttrain.longctx.index import DocIndex
 from posttrain.longctx.tokens import terms
 
 DEFAULT_WEIGHTS: Mapping[str, float] = {"text": 0.65, "summary": 0.25, "embed": 0.10}
+PAGE_WEIGHT = 0.5  # added for chunks on a printed page the question names ("[Graphics], page 68")
+_PAGE_REF = re.compile(r"\b(?:pages?|pp?\.)\s*([0-9]{1,5}|[ivxlcdm]{1,8})\b", re.I)
+
+
+def page_refs(question: str) -> set[str]:
+    """Printed page labels a question names: "page 68", "p. 12", "pages iv"."""
+    return {m.group(1).lower() for m in _PAGE_REF.finditer(question)}
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,10 @@ def rank(index: DocIndex, question: str, top_k: int = 5, weights: Mapping[str, f
         spare = w.pop("embed", 0.0)
         total = sum(w.values()) or 1.0
         w = {k: v + spare * v / total for k, v in w.items()}
+    refs = page_refs(question)
+    if refs and any(c.label for c in index.chunks):  # a cross-page reference: follow it to the page
+        parts["page"] = [1.0 if c.label.lower() in refs else 0.0 for c in index.chunks]
+        w["page"] = PAGE_WEIGHT
     scores = [sum(w.get(k, 0.0) * parts[k][i] for k in parts) for i in range(len(index.chunks))]
     order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:top_k]
     return [Ranked(index.chunks[i], scores[i], {k: parts[k][i] for k in parts}) for i in order]

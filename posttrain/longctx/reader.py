@@ -25,6 +25,7 @@ class Citation:
     chunk_id: str
     start: int  # offsets into the whole document, not into the chunk
     end: int
+    page: str = ""  # the printed page the reader says it cites ("68"); checked against the chunk's page
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@
     v.found, v.answer, v.confidence, v.claims, v.removed
 
 A citation is valid when its chunk id exists, its offsets lie inside the document and
-inside that chunk, and the span is at most `max_span_chars` long (citing a whole
-section proves nothing). A claim is supported when a valid citation's span supports it:
+inside that chunk, the span is at most `max_span_chars` long (citing a whole
+section proves nothing), and the page it names (if any) is the chunk's printed page: a
+PDF chunk never crosses a page, so a span's page is its chunk's. `page_verify.py` checks
+claims that cite printed pages only ("[p. 68]") against each page's whole text. A claim is supported when a valid citation's span supports it:
 - lexically by default (`LexicalSupport`): every number in the claim appears in the
   span; the claim's content terms are covered; the question's content terms are covered
   by the span or its section path; and every named entity of the question (capitalised
@@ -94,6 +96,9 @@ def _citation_error(c: Citation, doc: str, index: DocIndex, max_span: int) -> st
         return f"offsets {c.start}-{c.end} outside chunk {c.chunk_id} ({chunk.start}-{chunk.end})"
     if c.end - c.start > max_span:
         return f"span of {c.end - c.start} chars is longer than {max_span}"
+    page = chunk.label or str(chunk.page)
+    if c.page and c.page != page:  # chunks never cross pages: the span's page is its chunk's
+        return f"cites page {c.page}, but chunk {c.chunk_id} (offsets {c.start}-{c.end}) is on page {page}"
     return ""
 
 

