@@ -40,7 +40,7 @@ def holds(page_text: str, value: Sequence[str]) -> bool:
     return n > 0 and any(pw[i : i + n] == list(value) for i in range(len(pw) - n + 1))
 
 
-@verifier("page_cited")
+@verifier("page_cited", answer_format="line")
 class PageCited:
     def __init__(self, expected: str, evidence: Sequence[str], pages: Mapping[str, str], kind: str = "phrase") -> None:
         self.expected, self.evidence, self.pages, self.kind = str(expected), {str(e) for e in evidence}, dict(pages), kind

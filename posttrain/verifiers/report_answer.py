@@ -22,7 +22,7 @@ def _close(a: float, b: float, rel: float = 0.01) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-9)
 
 
-@verifier("report_answer")
+@verifier("report_answer", answer_format="line")
 class ReportAnswer:
     def __init__(self, answer: str, kind: str = "text") -> None:
         self.answer, self.kind = answer, kind

@@ -20,7 +20,7 @@ PATTERNS = {"numbers": re.compile(r"(?<![\d-])\d{7}(?![\d-])"),
             "uuids": re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)}
 
 
-@verifier("ruler_values")
+@verifier("ruler_values", answer_format="line")
 class RulerValues:
     def __init__(self, values: Sequence[str], kind: str = "numbers") -> None:
         from posttrain.errors import ConfigError

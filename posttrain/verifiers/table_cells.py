@@ -41,7 +41,7 @@ def parse_table(text: str) -> tuple[list[str], list[list[str]]] | None:
     return [_cell(h) for h in obj["header"]], [[_cell(c) for c in r] for r in obj["rows"]]
 
 
-@verifier("table_cells")
+@verifier("table_cells", answer_format="line")
 class TableCells:
     def __init__(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         self.header = [_cell(h) for h in header]
