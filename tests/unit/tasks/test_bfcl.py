@@ -30,7 +30,8 @@ def call(fn, args=None, **kw):
 
 
 def test_domain_and_verifier_register_from_a_fresh_interpreter():
-    code = ("from posttrain.registry import registry; registry('domain').get('bfcl'); "
+    code = ("from posttrain.builtins import load_builtins; load_builtins(); "  # the one call the CLI makes
+            "from posttrain.registry import registry; registry('domain').get('bfcl'); "
             "registry('verifier').get('bfcl'); print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

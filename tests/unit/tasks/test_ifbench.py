@@ -117,6 +117,7 @@ def test_the_package_imports_and_checks_with_no_network_and_no_downloads():
         "import socket, nltk\n"
         "def no(*a, **k): raise SystemExit('network used')\n"
         "socket.socket.connect = no; socket.create_connection = no; nltk.download = no\n"
+        "from posttrain.builtins import load_builtins; load_builtins()\n"  # the one call the CLI makes
         "from posttrain.registry import build\n"
         "t = build('ifbench', kind='domain').generate(3, 0)\n"
         "v = build(t[0].verifier, kind='verifier')\n"

@@ -63,7 +63,7 @@ def v204():
 
 
 def test_domains_register_from_a_fresh_interpreter():
-    code = "from posttrain.registry import registry; print(registry('domain').get('math500').name, registry('domain').get('aime').name)"
+    code = "from posttrain.builtins import load_builtins; load_builtins(); from posttrain.registry import registry; print(registry('domain').get('math500').name, registry('domain').get('aime').name)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["math500", "aime"]
 
