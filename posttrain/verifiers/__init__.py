@@ -4,6 +4,7 @@ from posttrain.verifiers import code_tests, numeric  # noqa: F401  (registers ve
 from posttrain.verifiers import citations, compose, extraction, humaneval, math_answer, needle, scene, terminal, text_match, tool_use  # noqa: F401  (registers verifiers)
 from posttrain.verifiers import visual_answer  # noqa: F401  (registers the vision verifiers)
 from posttrain.verifiers import bfcl  # noqa: F401  (registers bfcl)
+from posttrain.verifiers import judge  # noqa: F401  (registers judge: a second model; models/service.py)
 from posttrain.verifiers import ifbench, math_verify  # noqa: F401  (optional packages, needed only when built)
 from posttrain.verifiers.base import Verifier, VerifyContext
 
