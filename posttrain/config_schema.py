@@ -322,7 +322,7 @@ class SecondModelConfig(Section):
     url: str | None = None  # or an OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1 (posttrain serve)
     model: str = "default"  # the model id sent to `url`
     api_key_env: str | None = None  # environment variable holding the key for `url`
-    engine: str = "hf"  # local only: an `engine` registry name
+    engine: str = "fast"  # local only: an `engine` registry name (fast: paged KV, batched decode; hf: reference)
     concurrency: int = Field(default=4, ge=1)  # batches in flight at once
     batch: int = Field(default=16, ge=1)  # conversations per backend call
     timeout_s: float = Field(default=120.0, gt=0.0)  # per batch
