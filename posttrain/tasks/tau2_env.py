@@ -24,6 +24,8 @@ import json
 import pickle
 from typing import Any, Mapping
 
+from posttrain.types import thaw
+
 DOMAINS = ("airline", "retail", "mock")
 _DB_CLASS = {"airline": ("tau2.domains.airline.data_model", "FlightDB", "AIRLINE_DB_PATH"),
              "retail": ("tau2.domains.retail.data_model", "RetailDB", "RETAIL_DB_PATH"),
@@ -104,7 +106,9 @@ class Tau2Env:
         if name not in self.allowed:
             return f"Error: unknown tool {name!r}; the tools are: {', '.join(sorted(self.allowed))}", False
         try:
-            out = self.env.make_tool_call(name, requestor="assistant", **dict(arguments))
+            # thawed: a recorded ToolCall's arguments are frozen (tuples, read-only mappings), and the
+            # database must get the plain lists and dicts a JSON call carries, or its hash differs
+            out = self.env.make_tool_call(name, requestor="assistant", **thaw(arguments))
             self.env.sync_tools()
         except Exception as e:  # noqa: BLE001  the tool refused the call: the agent sees why
             return f"Error: {e}", False

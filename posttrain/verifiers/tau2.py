@@ -27,12 +27,12 @@ from typing import Any
 
 from posttrain.registry import build, verifier
 from posttrain.tasks.tau2_env import Tau2Env, gold_hash, tau2_tasks
-from posttrain.types import Message, Spec, Task, Trajectory, Turn, VerifyResult
+from posttrain.types import Message, Spec, Task, Trajectory, Turn, VerifyResult, thaw
 from posttrain.verifiers.base import VerifyContext
 
 
 def agent_calls(traj: Trajectory) -> list[tuple[str, dict[str, Any]]]:
-    return [(t.tool_call.name, dict(t.tool_call.arguments)) for t in traj.turns
+    return [(t.tool_call.name, thaw(t.tool_call.arguments)) for t in traj.turns
             if t.role == "assistant" and t.tool_call is not None]
 
 

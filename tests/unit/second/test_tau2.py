@@ -36,12 +36,14 @@ def test_gold_replay_scores_one_on_every_mock_task_that_has_gold_actions():
     assert {k for k, v in scored.items() if v != 1.0} == NO_GOLD
 
 
-@pytest.mark.parametrize("dom", ["airline", "retail"])
-def test_gold_replay_scores_one_on_airline_and_retail_samples(dom):
-    # every task of all three domains: benchmarks/tau2_bench.py --gold (a replay costs ~3 s here)
-    for t in tasks(dom, 2):
-        r = score(t, gold_trajectory(t))
-        assert r.score == 1.0, (t.id, r)
+@pytest.mark.parametrize("dom,task_id", [("airline", "7"), ("retail", "0")])
+def test_gold_replay_scores_one_on_airline_and_retail_samples(dom, task_id):
+    # every task of all three domains: benchmarks/tau2_bench.py gold (a replay costs seconds here).
+    # airline 7 books with nested arguments (passenger and payment lists): the replay must hand tau2 plain
+    # lists and dicts, not a recorded ToolCall's frozen tuples, or the database hash differs
+    t = build(f"tau2_{dom}", kind="domain").task(task_id)
+    r = score(t, gold_trajectory(t))
+    assert r.score == 1.0, (t.id, r)
 
 
 def _changes_state_or_must_say(t) -> bool:
