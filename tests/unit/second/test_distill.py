@@ -104,3 +104,15 @@ def test_a_teacher_behind_a_url_is_refused_for_distillation():
     cfg = RunConfig.model_validate({"models": {"teacher": {"url": "http://127.0.0.1:1/v1"}}, "rl": {"loss": "distill"}})
     with pytest.raises(ConfigError, match="models.teacher.path"):
         check_config(cfg, needs=("rl",))
+
+
+def test_posttrain_rl_refuses_a_distill_loss_in_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "d.yaml"
+    cfg.write_text("name: d\nrl: {loss: distill}\nmodels: {teacher: {path: tiny}}\n")
+    r = subprocess.run([sys.executable, "-m", "posttrain", "rl", str(cfg), "--out", str(tmp_path / "run")],
+                       capture_output=True, text=True, env={**os.environ}, timeout=120)
+    assert r.returncode != 0 and "train_distill" in r.stderr + r.stdout
