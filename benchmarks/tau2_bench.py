@@ -106,6 +106,9 @@ def agent(a: argparse.Namespace) -> dict:
             "share_of_episode_time": {k: tm[k] / total for k in ("generate_s", "user_s", "tool_s", "verify_s")},
             "user_model_s_per_conversation": {"in_run": per_conv_in_run, "alone_batched": per_conv_alone},
             "tool_calls_per_episode": sum(t.tool_call is not None for x in ok for t in x.turns) / max(1, len(ok)),
+            "parse_errors": sum(t.exec_result is not None and t.exec_result.error.startswith("parse:")
+                                for x in ok for t in x.turns),
+            "first_episode": [[t.role, t.text[:160]] for t in trajs[0].turns] if trajs else [],
             "wall_s": wall}
 
 
