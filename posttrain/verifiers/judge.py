@@ -20,6 +20,7 @@ Verdicts are cached by content hash (judge model, mode, rubric, reference, quest
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Mapping, Sequence
 
 from posttrain.models.service import ModelService, active_service
@@ -30,7 +31,15 @@ from posttrain.verifiers.judge_prompt import (defuse, nonce_for, pairwise_prompt
                                               rubric_prompt)
 
 MODES = ("rubric", "reference", "pairwise")
-_CACHE: dict[str, VerifyResult] = {}  # process-wide: a GRPO group and a re-evaluation repeat answers
+_CACHE: "OrderedDict[str, VerifyResult]" = OrderedDict()  # process-wide: a GRPO group and a re-evaluation repeat answers
+CACHE_ENTRIES = 100_000  # least recently used verdicts go first: a long run must not grow without bound
+
+
+def _remember(key: str, res: VerifyResult) -> None:
+    _CACHE[key] = res
+    _CACHE.move_to_end(key)
+    while len(_CACHE) > CACHE_ENTRIES:
+        _CACHE.popitem(last=False)
 
 
 def clear_cache() -> None:
@@ -125,7 +134,7 @@ class JudgeVerifier:
         for j, i in enumerate(todo):
             res = self._score(replies[j * per:(j + 1) * per])
             if res.status == "ok":
-                _CACHE[self._key(svc, task, answers[i])] = res
+                _remember(self._key(svc, task, answers[i]), res)
             settled[i] = res
         return [r for r in settled if r is not None]
 
