@@ -49,13 +49,13 @@ def _gold_one(dom: str, task_id: str) -> tuple[str, float, float]:
     return task_id, gold, asyncio.run(v(task, idle, VerifyContext())).score
 
 
-def gold(domains, workers: int, limit: int = 0) -> dict:
+def gold(domains, workers: int, limit: int = 0, skip: int = 0) -> dict:
     from posttrain.tasks.tau2_env import tau2_tasks
 
     out = {}
     for dom in domains:
         t0 = time.perf_counter()
-        ids = list(tau2_tasks(dom))[: limit or None]
+        ids = list(tau2_tasks(dom))[skip:][: limit or None]
         with ProcessPoolExecutor(workers) as ex:
             rows = list(ex.map(_gold_one, [dom] * len(ids), ids))
         out[dom] = {"tasks": len(rows), "gold_1.0": sum(g == 1.0 for _, g, _ in rows),
@@ -132,6 +132,7 @@ if __name__ == "__main__":
     ap.add_argument("--domains", default=",".join(DOMAINS))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="gold: the first N tasks of each domain (0: all)")
+    ap.add_argument("--skip", type=int, default=0, help="gold: start after the first N tasks of each domain")
     ap.add_argument("--agent", default="models/smollm2")
     ap.add_argument("--user", default="models/smollm2")
     ap.add_argument("--domain", default="mock")
@@ -144,7 +145,7 @@ if __name__ == "__main__":
     ap.add_argument("--engine", default="fast")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    res = gold(a.domains.split(","), a.workers, a.limit) if a.mode == "gold" else agent(a) if a.mode == "agent" else smoke()
+    res = gold(a.domains.split(","), a.workers, a.limit, a.skip) if a.mode == "gold" else agent(a) if a.mode == "agent" else smoke()
     print(json.dumps(res, indent=1))
     if a.out:
         Path(a.out).write_text(json.dumps(res, indent=1))
