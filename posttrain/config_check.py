@@ -279,5 +279,8 @@ def check_config(cfg: RunConfig, needs: Iterable[str] = ("tasks", "model", "rl")
         check_model(cfg)
     if "rl" in needs:
         _check_rl(cfg)
+        from posttrain.models.tokenizer_match import check_teacher_tokenizer
+
+        check_teacher_tokenizer(cfg)  # rl.loss=distill: student and teacher share a tokenizer (train/distill.py)
     if "dpo" in needs:
         _known("dpo_loss", cfg.dpo.loss, "dpo.loss")

@@ -416,6 +416,32 @@ class LogConfig(Section):
     detect_every: int = Field(default=10, ge=0)  # RL steps between reward-hacking detector runs; 0 = off
 
 
+class SecondModelConfig(Section):
+    """One entry of a run's `models:` (judge, user, teacher): a model the run calls but does not
+    train (posttrain/models/service.py, docs/second_model.md). Exactly one of `path` or `url`."""
+
+    path: str | None = None  # an HF directory (or `tiny`), run in-process by posttrain's own engine
+    url: str | None = None  # or an OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1 (posttrain serve)
+    model: str = "default"  # the model id sent to `url`
+    api_key_env: str | None = None  # environment variable holding the key for `url`
+    engine: str = "fast"  # local only: an `engine` registry name (fast: paged KV, batched decode; hf: reference)
+    concurrency: int = Field(default=4, ge=1)  # batches in flight at once
+    batch: int = Field(default=16, ge=1)  # conversations per backend call
+    timeout_s: float = Field(default=120.0, gt=0.0)  # per batch
+    retries: int = Field(default=2, ge=0)  # re-tries of the conversations that failed
+    backoff_s: float = Field(default=0.5, ge=0.0)  # first retry's wait; doubles each time
+    max_new_tokens: int = Field(default=64, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+
+    def model_post_init(self, _: Any) -> None:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("a second model needs exactly one of path (a local HF directory or tiny) or url")
+
+    def backend_name(self) -> str:
+        """The `model_backend` registry name that serves this entry."""
+        return "local" if self.path is not None else "openai"
+
+
 class RunConfig(Section):
     name: str = "run"
     seed: int = 0
@@ -434,4 +460,5 @@ class RunConfig(Section):
     agent: AgentConfig = AgentConfig()
     log: LogConfig = LogConfig()
     threads: int = Field(default=0, ge=0, description="torch threads; 0 -> all cores")
+    models: dict[str, SecondModelConfig] = {}  # second models by role: judge, user, teacher (docs/second_model.md)
     plugins: list[str] = []  # .py files defining extra domains/verifiers/losses, imported before validation

