@@ -87,7 +87,7 @@ def cispo_loss(logp, old_logp, adv, mask, clip_eps_high: float | None = 0.28, **
     return (per_token * mask).sum() / mask.sum().clamp(min=1), _stats(was, mask)
 
 
-@loss("distill")
+@loss("distill", units="tokens")
 def distill_loss(logp, old_logp, adv, mask, clip_eps: float = 0.2, clip_eps_high: float | None = None, **_):
     """On-policy distillation (train/distill.py): `adv` is per token, [B, W] with W >= T, the reverse-KL
     advantage log p_teacher - log p_student of each sampled token (columns past T are padding of a wider

@@ -50,7 +50,7 @@ def question_of(task: Task) -> str:
     return next((m.content for m in reversed(task.prompt) if m.role == "user"), "")
 
 
-@verifier("judge")
+@verifier("judge", answer_format="text")  # free text, judged whole
 class JudgeVerifier:
     def __init__(self, model: str = "judge", mode: str = "reference", rubric: str = "", reference: str | None = None,
                  gate: Mapping[str, Any] | None = None, max_new_tokens: int = 8) -> None:

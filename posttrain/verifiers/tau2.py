@@ -58,7 +58,7 @@ def _action_matched(action: Any, calls: list[tuple[str, dict[str, Any]]]) -> boo
     return False
 
 
-@verifier("tau2")
+@verifier("tau2", answer_format="line")  # multi-step episodes: the step budget decides (rules.py)
 class Tau2Verifier:
     def __init__(self, domain: str, task_id: str, judge_nl: bool = False, judge_model: str = "judge") -> None:
         if task_id not in tau2_tasks(domain):
