@@ -32,6 +32,7 @@ from posttrain.errors import ConfigError
 from posttrain.rollout.engine import SamplingParams
 from posttrain.rollout.single_turn import rollout_single_turn
 from posttrain.train.batching import pack_trajectories, token_logprobs
+from posttrain.train.optim import build_optimizer, build_schedule
 from posttrain.train.update import update_policy
 from posttrain.types import Task, Trajectory
 
@@ -109,11 +110,13 @@ def train_distill(cfg: RunConfig, tasks: Sequence[Task], model: Any, tok: Any,
     teacher = load_teacher(cfg, tok)
     engine = _engine(cfg, model, tok)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.rl.lr, weight_decay=0.0)
+    opt = build_optimizer(params, cfg.rl.optim)  # the one factory (train/optim.py), as RL's trainer
+    lr_sched = build_schedule(opt, cfg.rl.optim, cfg.rl.steps)
     history, k = [], cfg.rl.prompts_per_step
     for step in range(cfg.rl.steps):
         batch = [tasks[(step * k + i) % len(tasks)] for i in range(k)]
         row, _ = distill_step(cfg, model, tok, teacher, engine, opt, batch, step)
+        lr_sched.step()
         history.append(row)
         if on_step is not None:
             on_step(row)

@@ -32,7 +32,7 @@ from typing import Any, Sequence
 from posttrain.rollout.agent.gen import GenBatcher
 from posttrain.rollout.agent.render import ChatCodec, truncate
 from posttrain.rollout.agent.toolcall import ToolCallError, parse_tool_call
-from posttrain.rollout.engine import GenRequest, SamplingParams
+from posttrain.rollout.engine import EngineInfo, GenRequest, SamplingParams
 from posttrain.rollout.prompting import encode_prompt
 from posttrain.tasks.tau2_env import Tau2Env, agent_tool_schemas
 from posttrain.types import ExecResult, Task, Trajectory, TrajError, Turn, VerifyResult
@@ -92,7 +92,7 @@ class Tau2Runner:
         self.codec = ChatCodec(tokenizer)
         self.batcher = GenBatcher(engine)
         self.engine = engine
-        self.context = int(getattr(engine, "max_len", 1 << 30))  # as AgentRunner: an engine need not bound it
+        self.context = int(engine.max_len) if isinstance(engine, EngineInfo) else 1 << 30  # as AgentRunner: an engine need not bound it
         self.verifiers = verifier_runner or VerifierRunner(None)
         self.user_pre, self.user_post = user_turn_framing(tokenizer, self.codec.eos_text)
 
@@ -186,7 +186,7 @@ class Tau2Runner:
         except RuntimeError as e:
             error = TrajError("engine", f"agent engine: {e}")
         traj = Trajectory(task.id, task.version, task.domain, tuple(prompt), tuple(ep.turns),
-                          weights_version=getattr(self.engine, "weights_version", 0), step=self.step, sample=k,
+                          weights_version=self.engine.weights_version, step=self.step, sample=k,
                           finish_reason=finish, timings=ep.timings, error=error)
         if error is not None:
             return dataclasses.replace(traj, verify=VerifyResult.infra(error.message, boundary="engine"))

@@ -72,7 +72,8 @@ def test_a_short_distillation_run_lowers_the_reverse_kl(teacher_dir):
     torch.manual_seed(0)
     cfg = RunConfig.model_validate({"engine": {"name": "hf"}, "models": {"teacher": {"path": teacher_dir}},
                                     "rl": {"loss": "distill", "steps": 5, "prompts_per_step": 2, "group_size": 32,
-                                           "lr": 3e-3, "max_new_tokens": 2}})
+                                           "optim": {"lr": 3e-3, "betas": [0.9, 0.999], "warmup": 0},
+                                           "max_new_tokens": 2}})
     student, tok = build_tiny(seed=0)
     teacher, _ = load_policy(teacher_dir)
     ts = tasks(2)
