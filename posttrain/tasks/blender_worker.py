@@ -256,6 +256,8 @@ def op_inspect(a):
             d.update(_measure(obj, depsgraph))
             d["materials"] = [_material_values(m) for m in obj.data.materials if m]
             d["modifiers"] = [m.type.lower() for m in obj.modifiers]
+        elif obj.type == "CAMERA":
+            d["view_direction"] = list(obj.matrix_world.to_quaternion() @ Vector((0.0, 0.0, -1.0)))
         elif obj.type == "LIGHT":
             d.update(light=obj.data.type.lower(), energy=obj.data.energy)
         objects.append(d)
