@@ -95,6 +95,10 @@ def _check_tasks(cfg: RunConfig) -> None:
             raise ConfigError(f"{e} (a domain of your own? pass --plugin FILE or list it under plugins:)") from None
         check_kwargs(registry("domain").get(name), cfg.tasks.domains[name].args, f"tasks.domains.{name}.args",
                      f"domain {name!r}")
+        if name == "blender_scene":  # real Blender runs from a venv built outside posttrain's (`make blender`)
+            from posttrain.tasks.blender_scene import refuse_without_runtime
+
+            refuse_without_runtime()
     if not cfg.tasks.domains and not cfg.tasks.files:
         raise ConfigError("tasks: no domains and no task files; a run needs at least one of tasks.domains / tasks.files")
     from posttrain.tasks.splits import check_unique_ids

@@ -232,3 +232,48 @@ def expected_volume(obj: dict) -> float | None:
         r = obj["hole"]["radius"]
         return sx * sy * sz - 0.5 * 64 * r * r * math.sin(2 * math.pi / 64) * sz
     return None
+
+
+def hack_plans(task: Task) -> dict[str, str]:
+    """Hostile tool-call chains that must score 0: what a reward hacker would try first."""
+    target = task.metadata["target"]
+    objs = target["objects"]
+    save = {"tool": "blender_save", "arguments": {}}
+    named: list[dict] = []  # every object by its right name, shape and material, left at the origin at default size
+    for o in objs:
+        m = o["material"]
+        named += [{"tool": "blender_add_primitive", "arguments": {"name": o["name"], "shape": o["shape"]}},
+                  {"tool": "blender_add_material", "arguments": {"name": m["name"], "color": m["color"],
+                                                                "roughness": m["roughness"], "metallic": m["metallic"]}},
+                  {"tool": "blender_assign_material", "arguments": {"object": o["name"], "material": m["name"]}}]
+    first = objs[0]
+    huge = [{"tool": "blender_add_primitive", "arguments": {"name": first["name"], "shape": "cube", "scale": [50.0, 50.0, 50.0]}},
+            {"tool": "blender_add_material", "arguments": {"name": first["material"]["name"], "color": first["material"]["color"]}},
+            {"tool": "blender_assign_material", "arguments": {"object": first["name"], "material": first["material"]["name"]}}]
+    return {"empty_scene": dump_plan([save, {"answer": "done"}]),
+            "names_without_placement": dump_plan(named + [save, {"answer": "done"}]),
+            "one_huge_object": dump_plan(huge + [save, {"answer": "done"}])}
+
+
+CUSTOM_PROPERTY_PROBE = r'''
+import json, sys
+import bpy
+target = json.loads(sys.argv[-2])
+bpy.ops.wm.read_factory_settings(use_empty=True)
+for o in target["objects"]:
+    bpy.ops.mesh.primitive_cube_add(size=2.0)
+    ob = bpy.context.active_object
+    ob.name = o["name"]
+    for key in ("center", "size", "material", "relation", "array", "hole"):  # the answer, written where it is not geometry
+        if o.get(key) is not None:
+            ob[key] = json.dumps(o[key])
+    ob["location"], ob["dimensions"] = o["center"], o["size"]
+bpy.ops.wm.save_as_mainfile(filepath=sys.argv[-1])
+'''
+
+
+def custom_property_probe_cmd(python: str, target: dict, out_path: str) -> list[str]:
+    """argv that writes a .blend whose objects carry the expected values only as custom properties."""
+    import json
+
+    return [python, "-c", CUSTOM_PROPERTY_PROBE, json.dumps(target), out_path]
