@@ -236,8 +236,9 @@ def expected_volume(obj: dict) -> float | None:
 
 def hack_plans(task: Task) -> dict[str, str]:
     """Hostile tool-call chains that must score 0: what a reward hacker would try first."""
-    target = task.metadata["target"]
-    objs = target["objects"]
+    from posttrain.types import thaw
+
+    objs = thaw(task.metadata["target"])["objects"]
     save = {"tool": "blender_save", "arguments": {}}
     named: list[dict] = []  # every object by its right name, shape and material, left at the origin at default size
     for o in objs:
@@ -276,4 +277,6 @@ def custom_property_probe_cmd(python: str, target: dict, out_path: str) -> list[
     """argv that writes a .blend whose objects carry the expected values only as custom properties."""
     import json
 
-    return [python, "-c", CUSTOM_PROPERTY_PROBE, json.dumps(target), out_path]
+    from posttrain.types import thaw
+
+    return [python, "-c", CUSTOM_PROPERTY_PROBE, json.dumps(thaw(target)), out_path]

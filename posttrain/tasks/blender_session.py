@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import select
 import shutil
 import subprocess
@@ -80,7 +81,9 @@ class BlenderSession:
         argv = lambda extra: bwrap_argv(["/opt/python/bin/python3", "-s", "/opt/worker.py"], self.workspace, env,
                                         image_binds=binds, tmp_bytes=256 << 20, extra=extra)  # noqa: E731
         self._log = self.workspace.parent / f"{self.workspace.name}.log"
-        self.proc = launch(argv, (in_r, out_w, err), self.cgroup, None).proc
+        # no cgroup here: cap the address space instead (bpy maps ~1.3 GB of it before any scene)
+        rlim = None if self.cgroup is not None else {resource.RLIMIT_AS: max(memory_mb, 1536) << 20}
+        self.proc = launch(argv, (in_r, out_w, err), self.cgroup, rlim).proc
         self.proc.stdin = os.fdopen(in_w, "w", buffering=1)
         self.proc.stdout = os.fdopen(out_r, "r")
         self._finalizer = weakref.finalize(self, _kill, self.proc, self.cgroup, self.workspace)

@@ -28,6 +28,7 @@ import bmesh  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
 IDLE_S = 600.0
+MAX_OBJECTS, MAX_MODIFIERS, MAX_COPIES = 100, 6, 256
 SAVE_DIR = "/work"
 PRIMITIVES = {
     "cube": lambda: bpy.ops.mesh.primitive_cube_add(size=2.0),
@@ -71,6 +72,8 @@ def op_reset(a):
 
 def op_add_primitive(a):
     _free_name(a["name"])
+    if len(bpy.data.objects) >= MAX_OBJECTS:
+        raise Refused(f"the scene already holds {MAX_OBJECTS} objects, the most a task allows")
     PRIMITIVES[a["shape"]]()
     obj = bpy.context.active_object
     obj.name = obj.data.name = a["name"]
@@ -134,6 +137,10 @@ def op_add_modifier(a):
     if obj.type != "MESH":
         raise Refused(f"{obj.name!r} is a {obj.type.lower()}, not a mesh")
     kind = a["type"]
+    copies = math.prod(m.count for m in obj.modifiers if m.type == "ARRAY") * a.get("count", 2) if kind == "array" else 1
+    if copies > MAX_COPIES or len(obj.modifiers) >= MAX_MODIFIERS:
+        # the model's request would make geometry past the sandbox's memory: refuse it as the model's mistake
+        raise Refused(f"too much geometry: at most {MAX_MODIFIERS} modifiers per object and {MAX_COPIES} array copies in all")
     mod = obj.modifiers.new(name=a.get("name") or kind, type=kind.upper())
     if kind == "bevel":
         mod.width, mod.segments = a.get("width", 0.1), a.get("segments", 3)
