@@ -50,17 +50,25 @@ def _size(rng: random.Random, shape: str, big: bool) -> list[float]:
     return [_r(rng.uniform(lo, hi)) for _ in range(3)]
 
 
-def _place(rng: random.Random, placed: list[dict], size: list[float], row: bool) -> tuple[list[float], dict, str]:
-    """A centre for a new object (a row: its first copy), the relation it satisfies, and the words that say it."""
-    boxes = [p for p in placed if p["shape"] == "cube" and not p.get("hole") and min(p["size"]) > max(size) + 0.2]
+def _place(rng: random.Random, placed: list[dict], size: list[float], row: bool, used: set) -> tuple[list[float], dict, str]:
+    """A centre for a new object (a row: its first copy), the relation it satisfies, and the words that say it.
+
+    `used` holds (kind, name) already taken: one object on top of each, one inside each, so none overlap."""
+    boxes = [p for p in placed if p["shape"] == "cube" and not p.get("hole") and min(p["size"]) > max(size) + 0.2
+             and ("inside", p["name"]) not in used]
+    tops = [p for p in placed if ("on_top_of", p["name"]) not in used]
     if row:  # a row grows along +x: it stands to the right of its reference
-        ref, gap = placed[-1], _r(rng.choice([0.5, 1.0]))
+        ref, gap = max(placed, key=lambda p: p["center"][0] + p["size"][0] / 2), _r(rng.choice([0.5, 1.0]))  # rightmost: free side
         x = _r(ref["center"][0] + ref["size"][0] / 2 + gap + size[0] / 2)
         return [x, ref["center"][1], _r(size[2] / 2)], {"kind": "right_of", "of": ref["name"], "gap": gap}, \
             f"standing on the floor {gap} m to the right of '{ref['name']}' (gap along x), aligned with its centre in y"
-    kinds = ["on_top_of", "left_of"] + (["inside"] if boxes else [])
+    kinds = ["left_of"] + (["on_top_of"] if tops else []) + (["inside"] if boxes else [])
     kind = rng.choice(kinds)
-    ref = rng.choice(boxes) if kind == "inside" else rng.choice(placed)
+    if kind == "left_of":  # of the leftmost object: nothing stands on its left yet
+        ref = min(placed, key=lambda p: p["center"][0] - p["size"][0] / 2)
+    else:
+        ref = rng.choice(boxes if kind == "inside" else tops)
+    used.add((kind, ref["name"]))
     c, s = ref["center"], ref["size"]
     if kind == "on_top_of":
         return [c[0], c[1], _r(c[2] + s[2] / 2 + size[2] / 2)], {"kind": kind, "of": ref["name"]}, f"resting on top of '{ref['name']}', centred over it"
@@ -103,7 +111,7 @@ def _object_calls(obj: dict) -> list[dict]:
     return calls
 
 
-def _object(rng: random.Random, i: int, n: int, name: str, placed: list[dict], d: float) -> tuple[dict, str]:
+def _object(rng: random.Random, i: int, n: int, name: str, placed: list[dict], d: float, used: set) -> tuple[dict, str]:
     special = "hole" if d >= 2 and i == 0 else "array" if d >= 2 and i == n - 1 else None
     shape = "cube" if special else rng.choice(sorted(SHAPE_WORDS))
     size = _size(rng, shape, big=i == 0 or special == "hole")
@@ -129,7 +137,7 @@ def _object(rng: random.Random, i: int, n: int, name: str, placed: list[dict], d
         center = [_r(rng.uniform(-2, 2)), _r(rng.uniform(-2, 2)), _r(size[2] / 2)]
         rel, where = None, f"standing on the floor centred at x={center[0]:g}, y={center[1]:g}"
     else:
-        center, rel, where = _place(rng, placed, size, row=special == "array")
+        center, rel, where = _place(rng, placed, size, row=special == "array", used=used)
     obj.update(center=center, relation=rel)
     return obj, f"- {desc}, {where}; {mat_words}."
 
@@ -155,8 +163,9 @@ def scene_spec(rng: random.Random, d: float) -> tuple[dict, str, list[dict]]:
     names = rng.sample(NAMES, 2 + round(d))
     placed: list[dict] = []
     lines: list[str] = []
+    used: set[tuple[str, str]] = set()
     for i, name in enumerate(names):
-        obj, words = _object(rng, i, len(names), name, placed, d)
+        obj, words = _object(rng, i, len(names), name, placed, d, used)
         placed.append(obj)
         lines.append(words)
     extras, extra_words, extra_calls = _extras(rng, d, placed[0])
