@@ -83,7 +83,8 @@ class BlenderSession:
         self._log = self.workspace.parent / f"{self.workspace.name}.log"
         # no cgroup here: cap the address space instead (bpy maps ~1.3 GB of it before any scene)
         rlim = None if self.cgroup is not None else {resource.RLIMIT_AS: max(memory_mb, 1536) << 20}
-        self.proc = launch(argv, (in_r, out_w, err), self.cgroup, rlim).proc
+        launched = launch(argv, (in_r, out_w, err), self.cgroup, rlim)
+        self.proc, self.sandbox_pid = launched.proc, launched.child_pid  # sandbox_pid: its pid 1, in its namespaces
         self.proc.stdin = os.fdopen(in_w, "w", buffering=1)
         self.proc.stdout = os.fdopen(out_r, "r")
         self._finalizer = weakref.finalize(self, _kill, self.proc, self.cgroup, self.workspace)
