@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,9 @@ from posttrain.sandbox.runtime import workspace_root
 from posttrain.tasks.blender_runtime import INSIDE, require_runtime
 
 WORKER = Path(__file__).with_name("blender_worker.py")
+# bwrap runs with --die-with-parent, whose signal fires when the spawning THREAD exits; tools run
+# in short-lived threads, so every session is spawned from this one long-lived thread instead.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pt-blender-spawn")
 START_TIMEOUT_S = 60.0
 
 
@@ -83,7 +87,7 @@ class BlenderSession:
         self._log = self.workspace.parent / f"{self.workspace.name}.log"
         # no cgroup here: cap the address space instead (bpy maps ~1.3 GB of it before any scene)
         rlim = None if self.cgroup is not None else {resource.RLIMIT_AS: max(memory_mb, 1536) << 20}
-        launched = launch(argv, (in_r, out_w, err), self.cgroup, rlim)
+        launched = _SPAWNER.submit(launch, argv, (in_r, out_w, err), self.cgroup, rlim).result()
         self.proc, self.sandbox_pid = launched.proc, launched.child_pid  # sandbox_pid: its pid 1, in its namespaces
         self.proc.stdin = os.fdopen(in_w, "w", buffering=1)
         self.proc.stdout = os.fdopen(out_r, "r")

@@ -161,3 +161,9 @@ def blender_save(state: dict[str, Any]) -> str:
 BLENDER_TOOLS = ("blender_add_primitive", "blender_set_transform", "blender_parent", "blender_add_material",
                  "blender_assign_material", "blender_add_modifier", "blender_set_camera", "blender_add_light",
                  "blender_delete", "blender_query_scene", "blender_save")
+
+# The first Blender call of an episode starts the process (1.5-4 s, longer with many starting at
+# once): the agent's default 10 s tool timeout would charge a slow start to the model.
+for _fn in (blender_add_primitive, blender_set_transform, blender_parent, blender_add_material, blender_assign_material,
+            blender_add_modifier, blender_set_camera, blender_add_light, blender_delete, blender_query_scene, blender_save):
+    _fn.timeout_s = 60.0

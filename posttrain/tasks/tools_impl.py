@@ -68,6 +68,13 @@ async def call_tool(name: str, arguments: Mapping[str, Any], state: dict[str, An
     return str(out)
 
 
+def close_state(state: dict[str, Any]) -> None:
+    """End what an episode's tools started (the Blender process of the blender_* tools)."""
+    session = state.pop("blender", None)
+    if session is not None:
+        session.close()
+
+
 def init_state(task: Task) -> dict[str, Any]:
     """A fresh per-episode tool state for `task`."""
     tables = json.loads(task.environment.files.get("lookup.json", "{}"))
