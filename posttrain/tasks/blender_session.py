@@ -81,13 +81,23 @@ class BlenderSession:
         self.cgroup = Cgroup.create(memory_mb << 20, 256)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
-        err = os.open(self.workspace.parent / f"{self.workspace.name}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self._log = self.workspace.parent / f"{self.workspace.name}.log"
+        err = os.open(self._log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         argv = lambda extra: bwrap_argv(["/opt/python/bin/python3", "-s", "/opt/worker.py"], self.workspace, env,
                                         image_binds=binds, tmp_bytes=256 << 20, extra=extra)  # noqa: E731
-        self._log = self.workspace.parent / f"{self.workspace.name}.log"
         # no cgroup here: cap the address space instead (bpy maps ~1.3 GB of it before any scene)
         rlim = None if self.cgroup is not None else {resource.RLIMIT_AS: max(memory_mb, 1536) << 20}
-        launched = _SPAWNER.submit(launch, argv, (in_r, out_w, err), self.cgroup, rlim).result()
+        try:
+            launched = _SPAWNER.submit(launch, argv, (in_r, out_w, err), self.cgroup, rlim).result()
+        except OSError as e:  # bwrap died before it could be released (a bind that failed, no resources)
+            for fd in (in_w, out_r):
+                os.close(fd)
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            shutil.rmtree(self.workspace, ignore_errors=True)
+            tail = self._log_tail()
+            self._log.unlink(missing_ok=True)
+            raise BlenderDown(f"Blender sandbox did not start: {e}: {tail}") from None
         self.proc, self.sandbox_pid = launched.proc, launched.child_pid  # sandbox_pid: its pid 1, in its namespaces
         self.proc.stdin = os.fdopen(in_w, "w", buffering=1)
         self.proc.stdout = os.fdopen(out_r, "r")
@@ -96,15 +106,18 @@ class BlenderSession:
         ready = self._read(START_TIMEOUT_S)
         self.version = ready["result"]["ready"]
 
+    def _log_tail(self) -> str:
+        return self._log.read_text(errors="replace")[-600:].strip() if self._log.exists() else ""
+
     def _read(self, timeout_s: float) -> dict[str, Any]:
         out = self.proc.stdout
         ready, _, _ = select.select([out], [], [], timeout_s)
         line = out.readline() if ready else ""
         if not line:
             why = "timed out" if not ready else f"exited with {self.proc.poll()}"
-            tail = self._log.read_text(errors="replace")[-600:] if self._log.exists() else ""
+            tail = self._log_tail()
             self.close()
-            raise BlenderDown(f"Blender session {why}: {tail.strip()}")
+            raise BlenderDown(f"Blender session {why}: {tail}")
         return json.loads(line)
 
     def call(self, op: str, args: dict[str, Any] | None = None, timeout_s: float | None = None) -> Any:

@@ -75,3 +75,15 @@ def test_oracle_passes_and_hack_probes_score_zero_on_a_suite_task():
     for name, plan in hack_plans(task).items():
         assert _verify(task, plan).score == 0.0, name
     assert not _verify(task, BlenderSceneDomain().wrong_answer(task, random.Random(1))).passed
+
+
+def test_a_sandbox_that_cannot_start_is_an_infrastructure_error_not_the_models(monkeypatch, tmp_path):
+    import posttrain.tasks.blender_session as bs
+    from posttrain.errors import SandboxError
+    from posttrain.tasks.tools_impl import call_tool
+
+    monkeypatch.setattr(bs, "WORKER", tmp_path / "missing_worker.py")  # bwrap's bind of it fails
+    with pytest.raises(bs.BlenderDown, match="did not start|exited"):
+        bs.BlenderSession()
+    with pytest.raises(SandboxError):
+        asyncio.run(call_tool("blender_add_primitive", {"name": "box", "shape": "cube"}, {}))
