@@ -52,7 +52,7 @@ class BlenderDown(Exception):
     """The Blender process died, timed out or never started: not the model's doing."""
 
 
-def _kill(proc: subprocess.Popen, cg: Cgroup | None, workspace: Path) -> None:
+def _kill(proc: subprocess.Popen, cg: Cgroup | None, workspace: Path, log: Path) -> None:
     if proc.poll() is None:
         proc.kill()
     try:
@@ -65,6 +65,7 @@ def _kill(proc: subprocess.Popen, cg: Cgroup | None, workspace: Path) -> None:
     if cg is not None:
         cg.remove()
     shutil.rmtree(workspace, ignore_errors=True)
+    log.unlink(missing_ok=True)
 
 
 class BlenderSession:
@@ -101,7 +102,7 @@ class BlenderSession:
         self.proc, self.sandbox_pid = launched.proc, launched.child_pid  # sandbox_pid: its pid 1, in its namespaces
         self.proc.stdin = os.fdopen(in_w, "w", buffering=1)
         self.proc.stdout = os.fdopen(out_r, "r")
-        self._finalizer = weakref.finalize(self, _kill, self.proc, self.cgroup, self.workspace)
+        self._finalizer = weakref.finalize(self, _kill, self.proc, self.cgroup, self.workspace, self._log)
         self.calls = 0
         ready = self._read(START_TIMEOUT_S)
         self.version = ready["result"]["ready"]
@@ -140,10 +141,6 @@ class BlenderSession:
         return peak or int(self.call("stats")["max_rss_bytes"])
 
     def close(self) -> None:
-        try:
-            self._log.unlink()
-        except OSError:
-            pass
         self._finalizer()
 
     def __enter__(self) -> "BlenderSession":
