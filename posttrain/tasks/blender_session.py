@@ -34,6 +34,7 @@ from typing import Any
 from posttrain.sandbox.bwrap import bwrap_argv, fixed_env, run_as
 from posttrain.sandbox.cgroups import Cgroup
 from posttrain.sandbox.launch import launch
+from posttrain.sandbox.limits import prlimit_prefix
 from posttrain.sandbox.runtime import workspace_root
 from posttrain.tasks.blender_runtime import INSIDE, require_runtime
 
@@ -84,12 +85,13 @@ class BlenderSession:
         out_r, out_w = os.pipe()
         self._log = self.workspace.parent / f"{self.workspace.name}.log"
         err = os.open(self._log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        argv = lambda extra: bwrap_argv(["/opt/python/bin/python3", "-s", "/opt/worker.py"], self.workspace, env,
+        # no cgroup here: cap the address space instead, set by prlimit inside the sandbox (lowering
+        # one's own limit needs no privilege; setting another uid's from the host needs CAP_SYS_RESOURCE)
+        cap = [] if self.cgroup is not None else prlimit_prefix({resource.RLIMIT_AS: max(memory_mb, 1536) << 20})
+        argv = lambda extra: bwrap_argv([*cap, "/opt/python/bin/python3", "-s", "/opt/worker.py"], self.workspace, env,
                                         image_binds=binds, tmp_bytes=256 << 20, extra=extra)  # noqa: E731
-        # no cgroup here: cap the address space instead (bpy maps ~1.3 GB of it before any scene)
-        rlim = None if self.cgroup is not None else {resource.RLIMIT_AS: max(memory_mb, 1536) << 20}
         try:
-            launched = _SPAWNER.submit(launch, argv, (in_r, out_w, err), self.cgroup, rlim).result()
+            launched = _SPAWNER.submit(launch, argv, (in_r, out_w, err), self.cgroup, None).result()
         except OSError as e:  # bwrap died before it could be released (a bind that failed, no resources)
             for fd in (in_w, out_r):
                 os.close(fd)
