@@ -87,3 +87,21 @@ def test_a_sandbox_that_cannot_start_is_an_infrastructure_error_not_the_models(m
         bs.BlenderSession()
     with pytest.raises(SandboxError):
         asyncio.run(call_tool("blender_add_primitive", {"name": "box", "shape": "cube"}, {}))
+
+
+def test_the_scene_refuses_cycles_self_booleans_and_runaway_geometry():
+    from posttrain.tasks.blender_session import BlenderRefused, BlenderSession
+
+    with BlenderSession() as s:
+        for name in ("a", "b"):
+            s.call("add_primitive", {"name": name, "shape": "cube"})
+        s.call("parent", {"child": "b", "parent": "a"})
+        with pytest.raises(BlenderRefused, match="cycle"):
+            s.call("parent", {"child": "a", "parent": "b"})
+        with pytest.raises(BlenderRefused, match="other than"):
+            s.call("add_modifier", {"object": "a", "type": "boolean", "target": "a"})
+        s.call("add_modifier", {"object": "a", "type": "array", "count": 64})
+        with pytest.raises(BlenderRefused, match="too much geometry"):
+            s.call("add_modifier", {"object": "a", "type": "array", "count": 8})
+        objects = s.call("query_scene")["objects"]
+        assert [o["modifiers"] for o in objects if o["name"] == "a"] == [[{"type": "array", "name": "array"}]]
