@@ -107,13 +107,13 @@ def custom_property_probe(task: Any) -> float:
         return score_report(thaw(task.metadata["target"]), inspect_blend(out.read_bytes()))[0]
 
 
-def checks(n_tasks: int, repeats: int, probe_tasks: int) -> dict[str, Any]:
+def checks(n_tasks: int, repeats: int, probe_tasks: int, every: int = 1) -> dict[str, Any]:
     import random
 
     from posttrain.eval.suite import load_suite
     from posttrain.tasks.blender_scene import BlenderSceneDomain
 
-    tasks = load_suite("blender_scene").tasks[:n_tasks]
+    tasks = load_suite("blender_scene").tasks[::every][:n_tasks]
     v, ctx, rng = BlenderSceneMatch(), VerifyContext(), random.Random(0)
     oracle_fail, probe_scores, wrong_passed, verify_s = [], {}, 0, []
     for i, t in enumerate(tasks):
@@ -140,14 +140,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--concurrent", type=int, default=8)
+    ap.add_argument("--no-sessions", action="store_true", help="only the checks")
     ap.add_argument("--suite-tasks", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--every", type=int, default=1, help="take every K-th suite task (8: one per difficulty)")
     ap.add_argument("--probe-tasks", type=int, default=30, help="tasks that also get the hack probes and a wrong answer")
     a = ap.parse_args()
     why = missing_reason()
     if why:
         sys.exit(why)
-    report = {"sessions": sessions(a.calls, a.concurrent), "checks": checks(a.suite_tasks, a.repeats, a.probe_tasks)}
+    report = {"sessions": None if a.no_sessions else sessions(a.calls, a.concurrent), "checks": checks(a.suite_tasks, a.repeats, a.probe_tasks, a.every)}
     print(json.dumps(report, indent=1))
 
 
