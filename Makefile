@@ -59,13 +59,15 @@ sandbox-images:
 	  echo "mmdebstrap could not be installed: the tests that build a Debian image will skip"
 
 # Blender (docs/scene.md): bpy 5.0.1 (GPL, 375 MB wheel, ~1 GB installed, CPython 3.11, numpy<2) in its own
-# venv under the sandbox home, never in $(VENV); about 1 min here. Not fatal: without it the Blender tests skip.
+# venv under the sandbox home, never in $(VENV), made by the same CPython 3.11 that $(VENV) runs on (the sandbox
+# runs bpy with that interpreter); about 1 min here. Not fatal: without it the Blender tests skip.
 BPY := bpy==5.0.1 numpy==1.26.4
 blender: install
 	@d=$$($(PY) -c 'from posttrain.tasks.blender_runtime import venv_dir; print(venv_dir())'); \
 	  test -d $$d/lib/python3.11/site-packages/bpy-5.0.1.dist-info && exit 0; \
-	  rm -rf $$d.tmp && mkdir -p $$(dirname $$d) && python3.11 -m venv $$d.tmp && \
-	  $$d.tmp/bin/pip install -q --disable-pip-version-check $(BPY) && chmod -R a+rX $$d.tmp && mv $$d.tmp $$d || \
+	  base=$$($(PY) -c 'import sys; print(sys.base_prefix + "/bin/python3.11")'); \
+	  rm -rf $$d.tmp && mkdir -p $$(dirname $$d) && $$base -m venv $$d.tmp && \
+	  PYTHONPATH= $$d.tmp/bin/pip install -q --disable-pip-version-check $(BPY) && chmod -R a+rX $$d.tmp && mv $$d.tmp $$d || \
 	  { rm -rf $$d.tmp; echo "bpy could not be installed: the Blender tests will skip (domain blender_scene refused)"; }
 
 models: install
