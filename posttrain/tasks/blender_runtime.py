@@ -1,9 +1,9 @@
 """Where Blender comes from: a pinned bpy 5.0.1 virtualenv outside posttrain's environment.
 
 bpy is GPL-3.0, a 375 MB wheel (965 MB installed) that needs CPython 3.11 and numpy<2, so
-it never enters posttrain's venv or its dependencies. `make blender` (or
-`posttrain-blender-venv`, the same two commands) builds it once per machine at
-`<sandbox home>/blender/bpy-5.0.1` (`POSTTRAIN_BLENDER_VENV` overrides). The sandbox binds
+it never enters posttrain's venv or its dependencies. `make blender` builds it once per
+machine at `<sandbox home>/blender/bpy-5.0.1` (`POSTTRAIN_BLENDER_VENV` overrides) with the
+base CPython 3.11 of posttrain's venv. The sandbox binds
 only its site-packages, read-only, at /opt/bpy and runs it with the sandbox's own clean
 CPython (/opt/python, the same 3.11 interpreter posttrain runs on), so nothing else of the
 venv is trusted or visible.
