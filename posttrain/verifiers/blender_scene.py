@@ -11,8 +11,9 @@ Scoring (`score_report`, pure Python, unit-tested on a recorded report): each ta
 object is one item, right only if ALL of these hold: it exists as a visible mesh; its
 world bounds match the target's within `tol` metres on every face (so position and
 dimensions both); its material's name, colour, roughness and metallic match within
-0.01; the array/boolean modifier the task asks for is present and the volume is within
-`vol_rtol` of the expected (rows: count copies; holes: box minus the 64-gon cylinder);
+0.01; the array/boolean modifier the task asks for is present; the volume is within
+`vol_rtol` of the expected (the shape's fill of its box, so a cube where a sphere was asked
+fails; rows: count copies; holes: box minus the 64-gon cylinder);
 its relation holds on the measured bounds (on top of: bottom on the other's top, centre
 over it; left/right of: the stated gap; inside: bounds contained). The key light (type,
 location, energy) and the camera (location, looking at the target) are one item each
@@ -86,7 +87,7 @@ def _object_problems(obj: dict, got: dict | None, meshes: dict[str, dict], tol: 
         if obj.get("array" if kind == "array" else "hole") and kind not in got.get("modifiers", []):
             problems.append(f"{name}: no {kind} modifier")
     vol = expected_volume(obj)
-    if vol is not None and not math.isclose(got["volume"], vol, rel_tol=vol_rtol):
+    if not math.isclose(got["volume"], vol, rel_tol=vol_rtol):
         problems.append(f"{name}: volume {got['volume']:.4f}, want {vol:.4f}")
     if not _relation_ok(obj.get("relation"), got, meshes, tol):
         problems.append(f"{name}: relation {obj['relation']['kind']} '{obj['relation']['of']}' does not hold")

@@ -127,6 +127,14 @@ def test_hole_without_its_boolean_fails_on_volume_and_modifier():
     assert any("no boolean" in p for p in problems) and any("volume" in p for p in problems)
 
 
+def test_a_box_where_a_round_shape_was_asked_fails_on_volume():
+    target, report = _fixture()
+    round_obj = next(o for o in target["objects"] if o["shape"] != "cube")
+    m = _mesh(report, round_obj["name"])
+    m["volume"] = round_obj["size"][0] * round_obj["size"][1] * round_obj["size"][2]  # same bounds, a box's volume
+    assert any(p.startswith(f"{round_obj['name']}: volume") for p in score_report(target, report)[2]["problems"])
+
+
 def test_wrong_material_value_fails():
     target, report = _fixture()
     _mesh(report, target["objects"][0]["name"])["materials"][0]["roughness"] += 0.2
