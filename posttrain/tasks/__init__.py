@@ -1,7 +1,7 @@
 """Task domains. Importing this package registers the built-in domains."""
 
 from posttrain.tasks import arithmetic, code  # noqa: F401  (registers domains)
-from posttrain.tasks import conflict, extraction, humaneval, math_problems, needle, scene, terminal, tools  # noqa: F401  (registers domains)
+from posttrain.tasks import blender_scene, conflict, extraction, humaneval, math_problems, needle, scene, terminal, tools  # noqa: F401  (registers domains)
 from posttrain.tasks import chart, drawing, ui  # noqa: F401  (registers the vision domains)
 from posttrain.tasks import bfcl  # noqa: F401  (registers bfcl; needs the bfcl-eval package only to build)
 from posttrain.tasks import terminal_images  # noqa: F401  (registers terminal_set: images built on first use)

@@ -1,5 +1,8 @@
 """`scene`: build a 3D scene through tool calls on the scene-graph API (`scene_api.py`).
 
+The fast, Blender-free variant: posttrain's own small API, verified in-process. The same
+kind of task in a real modelling tool is `blender_scene` (bpy in a sandbox, docs/scene.md).
+
 The prompt describes a target scene object by object (shape, position, rotation,
 scale, named colour, roughness/metallic, parent). Difficulty (0..3) sets the object
 count (2 + 2*difficulty) and how many parameters depart from the defaults. The oracle

@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping
 
 from posttrain.registry import registry
 import posttrain.tasks.scene_api  # noqa: F401  (registers the scene tools)
+import posttrain.tasks.blender_tools  # noqa: F401  (registers the Blender tools; bpy itself runs only in its sandbox)
 from posttrain.tasks.scene_api import SceneGraph
 from posttrain.tasks.tool_base import ToolError, tool_fn  # noqa: F401  (re-exported: tools register through it)
 from posttrain.types import Task, thaw
@@ -67,6 +68,13 @@ async def call_tool(name: str, arguments: Mapping[str, Any], state: dict[str, An
     if inspect.isawaitable(out):
         out = await out
     return str(out)
+
+
+def close_state(state: dict[str, Any]) -> None:
+    """End what an episode's tools started (the Blender process of the blender_* tools)."""
+    session = state.pop("blender", None)
+    if session is not None:
+        session.close()
 
 
 def init_state(task: Task) -> dict[str, Any]:

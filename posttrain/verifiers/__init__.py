@@ -1,7 +1,7 @@
 """Verifiers. Importing this package registers the built-in verifiers."""
 
 from posttrain.verifiers import code_tests, numeric  # noqa: F401  (registers verifiers)
-from posttrain.verifiers import citations, compose, extraction, humaneval, math_answer, needle, scene, terminal, text_match, tool_use  # noqa: F401  (registers verifiers)
+from posttrain.verifiers import blender_scene, citations, compose, extraction, humaneval, math_answer, needle, scene, terminal, text_match, tool_use  # noqa: F401  (registers verifiers)
 from posttrain.verifiers import image_test  # noqa: F401  (registers image_test)
 from posttrain.verifiers import page_cite, report_answer, ruler_values, table_cells  # noqa: F401  (registers the document verifiers)
 from posttrain.verifiers import visual_answer  # noqa: F401  (registers the vision verifiers)

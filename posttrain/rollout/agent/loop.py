@@ -176,7 +176,7 @@ class AgentRunner:
                 return reason
 
     async def episode(self, task: Task, group: int, k: int, attempt: int = 0) -> Trajectory:
-        from posttrain.tasks.tools_impl import init_state
+        from posttrain.tasks.tools_impl import close_state, init_state
 
         t0 = time.perf_counter()
         limits = task.limits
@@ -209,6 +209,7 @@ class AgentRunner:
             error = TrajError("engine", str(e))
         except Exception as e:  # noqa: BLE001  e.g. the session could not start: not the model's fault
             error = TrajError("sandbox", f"{type(e).__name__}: {e}")
+        close_state(ep.state)  # the episode's Blender, if its tools started one (the verifier used its own)
         ep.timings["total_s"] = time.perf_counter() - t0
         traj = self._trajectory(ep, prompt, group, k, finish if error is None else "error", error)
         if error is not None:
