@@ -144,7 +144,7 @@ def score_report(target: dict, report: dict, tol: float = 0.02, vol_rtol: float 
     return score, passed, {"items": items, "right": right, "extra_objects": extras, "problems": problems[:20]}
 
 
-@verifier("blender_scene_match")
+@verifier("blender_scene_match", answer_format="line")  # multi-step episodes: the step budget decides (rules.py)
 class BlenderSceneMatch:
     def __init__(self, tol: float = 0.02, vol_rtol: float = 0.02) -> None:
         self.tol, self.vol_rtol = tol, vol_rtol
