@@ -46,6 +46,7 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "recipe": tuple(f"posttrain.recipes.{m}" for m in ("quickstart", "vision", "agent", "sft", "dpo")),  # pipeline.py
     "agent_proxy": ("posttrain.serve.proxy_host",),  # rollout/agent/external.py; serve sits above rollout
     "rl_loop": ("posttrain.train.async_rl.loop",),  # rl.max_staleness > 0; looked up by name: async_rl imports rl
+    "overlong": ("posttrain.verifiers.overlong",),  # rl.overlong: truncated completions gated, scored or penalised
     "launcher": ("posttrain.parallel.launch", "posttrain.distributed.trainer_group"),  # trainer.launcher=ray: ranks 1..N-1 on the cluster
 }
 

@@ -127,9 +127,11 @@ async def _run(r: Recipe, ctx: RunContext) -> dict:
         ctx.sandbox = run_sandbox(cfg, ctx.sandbox)  # one pool per Ray node for cluster runs
     if ctx.splits is not None:
         pin_splits(ctx.splits, run_dir)  # replay, postmortem and eval read these exact tasks back
+        from posttrain.verifiers.overlong import make_overlong
         from posttrain.verifiers.run import VerifierRunner
 
-        ctx.runner = VerifierRunner(ctx.sandbox, concurrency=4, retries=cfg.sandbox.retries)
+        ctx.runner = VerifierRunner(ctx.sandbox, concurrency=4, retries=cfg.sandbox.retries,
+                                    overlong=make_overlong(cfg))  # the "before" eval gates as RL does
     try:
         with ctx.phase("base"):
             ctx.model, ctx.tok = await r.base(ctx)

@@ -38,10 +38,12 @@ from posttrain.store.metrics import MetricsLog, run_metrics
 from posttrain.store.trajectories import TrajectoryStore
 from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint, set_rng_state
 from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
+from posttrain.train.loss_norm import step_counts
 from posttrain.train.lora import export_model, prepare_model, trainable_parameters
 from posttrain.train.rl_model import adapter_state, load_adapter_state, plain_state
 from posttrain.train.update import NonFiniteLoss, update_policy
 from posttrain.types import Task, Trajectory
+from posttrain.verifiers.overlong import make_overlong
 from posttrain.verifiers.run import VerifierRunner
 
 
@@ -113,7 +115,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     lr_sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm))
     st = RLState(cfg, run_dir, model, tok, engine, opt, lr_sched, sched,
                  VerifierRunner(sandbox, concurrency=max(2, cfg.sandbox.concurrency or 4), retries=cfg.sandbox.retries,
-                                format_weight=cfg.rl.format_weight),
+                                format_weight=cfg.rl.format_weight, overlong=make_overlong(cfg)),
                  TrajectoryStore(run_dir / "trajectories.sqlite", background=True), run_metrics(cfg, run_dir, "rl"),
                  list(train_tasks), list(eval_tasks), ref)
     st.infra_guard = InfraErrorGuard(cfg.rl.infra_error, sandbox)
@@ -238,7 +240,7 @@ def learn_from(st: RLState, trajs: list[Trajectory], t0: float, t_gen: float, t_
                 for group in st.opt.param_groups:
                     group["lr"] *= lr_scale
             stats = update_policy(st.model, st.opt, [flat[i] for i in learn], adv[learn], cfg, st.tok.pad_token_id,
-                                  st.ref_model, st.cfg.trainer, **extra)
+                                  st.ref_model, st.cfg.trainer, **extra, counts=step_counts(trajs, flat))
         st.lr_sched.step()  # every group's lr again from its base and the schedule: the scale lasts one update
     t_upd = time.perf_counter()
     sync_s = sync(st)
