@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from posttrain.config import RunConfig
 from posttrain.errors import ConfigError
-from posttrain.registry import check_kwargs, registry, takes
+from posttrain.registry import check_kwargs, registry
 from posttrain.types import Task
 
 # Group-relative advantage estimators: a group of one sample has no baseline.
@@ -102,11 +102,18 @@ def check_rl_splits(cfg: RunConfig, splits: Any) -> None:
                     cfg.rl.steps)
 
 
+def takes_denominator(loss_fn: Any) -> bool:
+    """Whether a loss declares the keyword `denom` (a token-level mean: rl.loss_norm applies)."""
+    import inspect
+
+    return "denom" in inspect.signature(loss_fn).parameters
+
+
 def _check_objective(cfg: RunConfig) -> None:
     """rl.overlong, rl.loss_norm, schedule.policy=fixed_order and the rollout precision (issue 38)."""
     rl = cfg.rl
     overlong_policy(cfg)  # name, arguments, cache below the budget
-    if rl.loss_norm != "kept_tokens" and not takes(registry("loss").get(rl.loss), "denom"):
+    if rl.loss_norm != "kept_tokens" and not takes_denominator(registry("loss").get(rl.loss)):
         raise ConfigError(f"rl.loss_norm={rl.loss_norm}: rl.loss={rl.loss!r} is not a token-level mean (it takes no "
                           "denominator); use rl.loss=dapo or cispo, or rl.loss_norm=kept_tokens")
     dtype = str(cfg.engine.args.get("matmul_dtype") or "")

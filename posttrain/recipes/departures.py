@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from posttrain.registry import registry, takes
+from posttrain.config_check import takes_denominator
+from posttrain.registry import registry
 
 
 def departures(cfg: Any, has_file_tasks: bool = False) -> list[tuple[str, str, str]]:
@@ -32,7 +33,7 @@ def departures(cfg: Any, has_file_tasks: bool = False) -> list[tuple[str, str, s
                 "soft_penalty": f"long completions get DAPO's soft overlong penalty {dict(rl.overlong.args)}"}
         out.append((f"rl.overlong.name={rl.overlong.name}", what.get(rl.overlong.name, "a plugin's overlong policy"),
                     "rl.overlong.name=score"))
-    if rl.loss_norm != "all_tokens" and takes(registry("loss").get(rl.loss), "denom"):
+    if rl.loss_norm != "all_tokens" and takes_denominator(registry("loss").get(rl.loss)):
         out.append((f"rl.loss_norm={rl.loss_norm}", "zero-variance groups are dropped and the token mean divides by "
                     + ("the kept groups' tokens only" if rl.loss_norm == "kept_tokens" else "a constant"),
                     "rl.loss_norm=all_tokens"))
