@@ -123,10 +123,28 @@ def file_tasks(cfg: Any, paths: Iterable[str]) -> list[tuple[str, list[Task]]]:
     return out
 
 
+_LAST: dict[str, Splits] = {}  # the last splits built, by what they depend on
+
+
 def make_splits(cfg: Any, images: bool = False) -> Splits:
     """Train / held-out / SFT splits of every configured domain, plus `tasks.files` (train) and
     `tasks.heldout_files` (held-out). `tasks.sft_frac` applies only when an SFT warm-up runs
-    (`sft.steps` > 0): without one, every training task is RL's."""
+    (`sft.steps` > 0): without one, every training task is RL's. The last result is kept, so the
+    config check that needs the splits (config_check.check_rl_splits) and the run share one build
+    (3,000 generated code tasks take seconds); each call gets its own lists."""
+    import json
+
+    files = [(f, p.stat().st_mtime_ns, p.stat().st_size) for f in [*cfg.tasks.files, *cfg.tasks.heldout_files]
+             if (p := Path(f)).is_file()]  # a rewritten task file is read again
+    key = json.dumps([cfg.tasks.model_dump(), cfg.seed, cfg.sft.steps, images, files], sort_keys=True, default=str)
+    if key not in _LAST:
+        _LAST.clear()
+        _LAST[key] = _make_splits(cfg, images)
+    sp = _LAST[key]
+    return Splits(list(sp.train), list(sp.held_out), list(sp.sft), dict(sp.dropped))
+
+
+def _make_splits(cfg: Any, images: bool) -> Splits:
     train, held = _image_splits(cfg) if images else _text_splits(cfg)
     files = file_tasks(cfg, cfg.tasks.files)  # user task files train alongside the domains
     held_files = file_tasks(cfg, cfg.tasks.heldout_files)  # a fixed held-out split, from files
