@@ -55,16 +55,23 @@ def step_counts(sampled: Sequence[Trajectory], kept: Sequence[Trajectory]) -> St
     return StepCounts(len(scored), sum(map(_tokens, scored)), len(kept), sum(map(_tokens, kept)))
 
 
+def _all_tokens(kept_here: float, share: float, counts: StepCounts, max_tokens: int) -> float:
+    return kept_here + (counts.all_tokens - counts.kept_tokens) * share  # + this minibatch's share of the dropped
+
+
+def _constant(kept_here: float, share: float, counts: StepCounts, max_tokens: int) -> float:
+    return counts.all_samples * share * max_tokens
+
+
+_DENOMINATORS = {"all_tokens": _all_tokens, "constant": _constant}  # kept_tokens: the loss's own
+
+
 def denominator(name: str, mask: torch.Tensor, counts: StepCounts | None, max_tokens: int) -> float | None:
     """The token-mean denominator of one minibatch (`mask` [b, T], its generated tokens) under
     `rl.loss_norm=name`; None: the loss's own (the minibatch's tokens)."""
     if name == "kept_tokens" or counts is None:
         return None
-    rows = mask.shape[0]
-    share = rows / max(1, counts.kept_samples)  # this minibatch's share of the step's kept rows
-    if name == "all_tokens":
-        dropped = counts.all_tokens - counts.kept_tokens
-        return max(1.0, float(mask.sum()) + dropped * share)
-    if name == "constant":
-        return max(1.0, counts.all_samples * share * max_tokens)
-    raise ValueError(f"rl.loss_norm={name!r}; choices: {', '.join(CHOICES)}")
+    if name not in _DENOMINATORS:
+        raise ValueError(f"rl.loss_norm={name!r}; choices: {', '.join(CHOICES)}")
+    share = mask.shape[0] / max(1, counts.kept_samples)  # this minibatch's share of the step's kept rows
+    return max(1.0, _DENOMINATORS[name](float(mask.sum()), share, counts, max_tokens))
