@@ -109,7 +109,8 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
                   cfg: RLConfig, pad_id: int, ref_model: Any | None = None, tcfg: Any = None,
                   correction: Any = None, counts: StepCounts | None = None) -> dict[str, float]:
     """`counts` (loss_norm.step_counts: the step's sampled and kept samples and tokens) sets the
-    token-mean denominator of `rl.loss_norm`; None: each minibatch's own tokens. `tcfg` (the run's `trainer:` section) switches on bf16 autocast where configured. `correction`
+    token-mean denominator of `rl.loss_norm`; None: each minibatch's own tokens. `tcfg` (the run's
+    `trainer:` section) switches on bf16 autocast where configured. `correction`
     (the asynchronous loop, train/async_rl/correction.py): `correction(model, trajs, pad_id, cfg)` is
     called once before any step and returns `fn(mb, tb) -> (old_logp, mask, stats)` for each minibatch.
 
@@ -162,7 +163,8 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
 
 def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch.Tensor, old_logp: torch.Tensor,
                       loss_mask: torch.Tensor, cfg: RLConfig, pad_id: int, loss_fn: Any, kl_fn: Any,
-                      ref_model: Any, tcfg: Any, where: str, loss_kw: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, Any, Any]:
+                      ref_model: Any, tcfg: Any, where: str,
+                      loss_kw: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, Any, Any]:
     """Gradients of the minibatch's loss accumulated into the parameters, micro-batch by micro-batch;
     returns the minibatch's (logp, entropy) [b, L-1], detached, the KL term (None without one), and
     the loss function's (loss, stats) when one micro-batch was the whole minibatch (else None)."""
