@@ -82,3 +82,11 @@ def test_soft_penalty_rewards_are_the_score_plus_daps_linear_penalty(tmp_path, s
         want = t.verify.score - min(1.0, max(0, completion_tokens(t) - (8 - 4)) / 4)
         assert t.reward == pytest.approx(want), (completion_tokens(t), t.reward)
     assert row["reward/mean"] == pytest.approx(sum(t.reward for t in trajs) / len(trajs))
+
+
+def test_micro_batches_share_the_minibatchs_denominator(tmp_path, setup):
+    whole, _ = one_step(tmp_path, setup, *SOFT, "rl.loss_norm=all_tokens")
+    micro, _ = one_step(tmp_path, setup, *SOFT, "rl.loss_norm=all_tokens", "rl.micro_tokens=24")
+    assert (1 - whole["groups/dropped_frac"]) * 8 >= 2  # >= 2 kept groups: a group each is >= 2 micro-batches
+    assert micro["train/loss_denom"] == whole["train/loss_denom"]
+    assert micro["train/grad_norm"] == pytest.approx(whole["train/grad_norm"], rel=1e-4)
