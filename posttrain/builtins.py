@@ -33,6 +33,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "longctx_reader": ("posttrain.longctx.reader",),
     "detector": ("posttrain.eval.detectors",),
     "tracker": ("posttrain.store.trackers",),
+    "overlong": ("posttrain.verifiers.overlong",),  # rl.overlong: truncated completions gated, scored or penalised
     "recipe": tuple(f"posttrain.recipes.{m}" for m in ("quickstart", "vision", "agent", "sft", "dpo")),  # pipeline.py
     # plumbing still looked up by name (issue 37): the proxy for external agents (rollout/agent/external.py);
     # it becomes explicit wiring at the composition root

@@ -37,7 +37,7 @@ VERIFIER = '''
 from posttrain.registry import verifier
 from posttrain.types import VerifyResult
 
-@verifier("newcomer_sorted")
+@verifier("newcomer_sorted", answer_format="line")
 class Sorted:
     def __init__(self, answer=""):
         self.answer = answer

@@ -28,7 +28,7 @@ def slow(task) -> bool:
     return zlib.crc32(task.id.encode()) % 3 == 0
 
 
-@verifier("test_longtail_two_durations")
+@verifier("test_longtail_two_durations", answer_format="line")
 class TwoDurations:
     """Waits SHORT_S or LONG_S (virtual seconds), then scores by sample index: every group has signal."""
 

@@ -19,7 +19,7 @@ def constant(task) -> bool:
     return zlib.crc32(task.id.encode()) % 2 == 0
 
 
-@verifier("test_refill_half_constant")
+@verifier("test_refill_half_constant", answer_format="line")
 class HalfConstant:
     async def __call__(self, task, traj, ctx):
         score = 1.0 if constant(task) else traj.sample / 4
