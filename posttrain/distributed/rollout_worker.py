@@ -20,6 +20,7 @@ import time
 from typing import Any, Mapping, Sequence
 
 from posttrain.rollout.engine import InflightWeights
+from posttrain.rollout.weight_sync import SyncReport
 
 try:  # offers of new weights run on a thread of their own while generate runs (partial rollouts)
     import ray
