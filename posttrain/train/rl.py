@@ -98,8 +98,9 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     over `sandbox`). `trainer_factory`: default_trainer (sharded on rank 0 of N ranks, else local)."""
     torch.manual_seed(cfg.seed)
     mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in train_tasks)}
+    cur = cfg.schedule.curriculum  # its levels shaped the task pool (tasks/splits.py); the rest steers draws
     sched = Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.policy, seed=cfg.seed,
-                      **cfg.schedule.args)
+                      curriculum=None if cur is None else cur.model_dump(exclude={"levels"}), **cfg.schedule.args)
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt is not None and cfg.trainer.lora is None:  # with LoRA the caller's model is the (unchanged) base
         from posttrain.models import load_policy
