@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from posttrain.config import RunConfig
 from posttrain.errors import ConfigError
@@ -72,6 +72,72 @@ def _check_rl(cfg: RunConfig) -> None:
         raise ConfigError(f"rl.clip_eps_high={rl.clip_eps_high} is below rl.clip_eps={rl.clip_eps}")
     _known("sched_policy", cfg.schedule.policy, "schedule.policy")
     _check_async(cfg)
+    _check_objective(cfg)
+
+
+# engine.args.matmul_dtype values that make the engine's logprobs low-precision ones
+_LOW_PRECISION_MATMUL = ("bfloat16", "bf16", "float16", "fp16", "half")
+
+
+def overlong_policy(cfg: RunConfig) -> Any:
+    """`rl.overlong` built (verifiers/overlong.py, through its registry); a bad name or argument is a
+    one-line ConfigError naming the key."""
+    name, args = cfg.rl.overlong.name, dict(cfg.rl.overlong.args)
+    _known("overlong", name, "rl.overlong.name")
+    factory = registry("overlong").get(name)
+    check_kwargs(factory, args, "rl.overlong.args", f"overlong policy {name!r}", reserved=("budget",))
+    try:
+        return factory(**args, budget=cfg.rl.max_new_tokens)
+    except TypeError as e:
+        raise ConfigError(f"rl.overlong.args: overlong policy {name!r}: {e}") from None
+
+
+def check_rl_splits(cfg: RunConfig, splits: Any) -> None:
+    """What only the built splits show: an overlong policy a task cannot take (a task field naming
+    an unknown choice, a multi-step episode, a soft penalty as long as the task's budget) and a
+    fixed order naming a task outside the RL split. One-line ConfigErrors."""
+    policy, name = overlong_policy(cfg), cfg.rl.overlong.name
+    for t in [*splits.train, *splits.held_out]:
+        named = t.metadata.get("overlong")
+        if named is not None and named not in ("gate", "score"):
+            raise ConfigError(f"task {t.id!r}: metadata.overlong={named!r}; a task may name gate or score")
+        reason = policy.refusal(t)
+        if reason is not None:
+            raise ConfigError(f"rl.overlong.name={name!r}: {reason}; use rl.overlong.name=gate")
+    if "order_file" in cfg.schedule.args:
+        from posttrain.schedule.fixed_order import check_order, load_order
+
+        check_order(load_order(cfg.schedule.args["order_file"]), (t.id for t in splits.rl), cfg.rl.prompts_per_step,
+                    cfg.rl.steps)
+
+
+def _check_objective(cfg: RunConfig) -> None:
+    """rl.overlong, rl.loss_norm, schedule.policy=fixed_order and the rollout precision (issue 38)."""
+    rl = cfg.rl
+    overlong_policy(cfg)  # name, arguments, cache below the budget
+    _known("loss", rl.loss, "rl.loss")
+    # declared where the loss registers (@loss(..., normalisable=True): it takes `denom`), never sniffed
+    if rl.loss_norm != "kept_tokens" and not registry("loss").props(rl.loss)["normalisable"]:
+        raise ConfigError(f"rl.loss_norm={rl.loss_norm}: rl.loss={rl.loss!r} is not a token-level mean (it takes no "
+                          "denominator); use rl.loss=dapo or cispo, or rl.loss_norm=kept_tokens")
+    dtype = str(cfg.engine.args.get("matmul_dtype") or "")
+    if dtype in _LOW_PRECISION_MATMUL:  # the update takes the engine's logprobs as the behaviour policy's
+        raise ConfigError(f"engine.args.matmul_dtype={dtype}: RL uses the engine's logprobs as the behaviour "
+                          "policy's, and no trainer-side fp32 recompute of them exists yet; use float32 for RL "
+                          "(bf16 rollouts are for eval and serve)")
+    order_file = cfg.schedule.args.get("order_file")
+    if (cfg.schedule.policy == "fixed_order") != (order_file is not None):
+        raise ConfigError(f"schedule.policy={cfg.schedule.policy!r} with schedule.args.order_file={order_file!r}: "
+                          "the fixed_order policy and an order file go together")
+    if order_file is not None or rl.overlong.name != "gate" or _task_overrides(cfg):
+        from posttrain.tasks.splits import make_splits
+
+        check_rl_splits(cfg, make_splits(cfg))  # the recipe checks its final splits again (long prompts left out)
+
+
+def _task_overrides(cfg: RunConfig) -> bool:
+    """Whether a task file names its own overlong choice (metadata.overlong)."""
+    return any("overlong" in t.metadata for f in [*cfg.tasks.files, *cfg.tasks.heldout_files] for t in check_task_file(f))
 
 
 def _check_async(cfg: RunConfig) -> None:
@@ -129,8 +195,11 @@ def _check_tasks(cfg: RunConfig) -> None:
         raise ConfigError("tasks: no domains and no task files; a run needs at least one of tasks.domains / tasks.files")
     from posttrain.tasks.splits import check_unique_ids
 
-    # ids repeated across task files (two copies of one file); a file id equal to a generated one is make_splits' to find
-    check_unique_ids([(str(f), check_task_file(f)) for f in cfg.tasks.files])
+    # ids repeated across task files (two copies of one file, a held-out file sharing a training id); a file id
+    # equal to a generated one is make_splits' to find
+    files = [(str(f), check_task_file(f)) for f in cfg.tasks.files]
+    held = [(f"held-out file {f}", check_task_file(f, "tasks.heldout_files")) for f in cfg.tasks.heldout_files]
+    check_unique_ids([*files, *held])
 
 
 def curriculum_levels(cfg: RunConfig, name: str) -> list[float]:
@@ -159,14 +228,15 @@ def _check_curriculum(cfg: RunConfig) -> None:
                                   f"tasks.domains; trained: {', '.join(trained)}")
 
 
-def check_task_file(path: str | Path) -> list[Task]:
+def check_task_file(path: str | Path, key: str = "tasks.files") -> list[Task]:
     """A task file exists, parses, holds at least one task, and names only registered verifiers
-    and tools; its tasks. The error shows the resolved path, so a relative one says where it looked."""
+    and tools; its tasks. The error names the config key (`key`) and shows the resolved path, so a
+    relative one says where it looked."""
     from posttrain.tasks.io import load_tasks
 
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"tasks.files: task file not found: {p.resolve()}")
+        raise ConfigError(f"{key}: task file not found: {p.resolve()}")
     tasks = load_tasks(p)  # refuses an empty file, naming it
     check_task_names(tasks, str(p))
     return tasks
@@ -253,6 +323,7 @@ def check_sharded(cfg: RunConfig) -> None:
     unsupported = {"trainer.lora": t.lora is not None, "model.vision": cfg.model.vision is not None,
                    "rl.max_staleness >= 1 (its off-policy correction)": cfg.rl.max_staleness >= 1,
                    "rl.longtail.enabled (its staleness lr scale)": cfg.rl.longtail.enabled,
+                   f"rl.loss_norm={cfg.rl.loss_norm}": cfg.rl.loss_norm != "kept_tokens",
                    "sft.eval_every": bool(cfg.sft.eval_every), "dpo.eval_every": bool(cfg.dpo.eval_every)}
     bad = [k for k, v in unsupported.items() if v]
     if bad:

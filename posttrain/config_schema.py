@@ -131,7 +131,13 @@ class TasksConfig(Section):
     # Fraction of the training tasks whose oracle demonstrations feed the SFT warm-up; RL
     # samples the rest. RL on tasks the SFT just memorised carries no signal for the skill.
     sft_frac: float = Field(default=0.5, ge=0.0, le=1.0)
-    files: list[str] = []  # extra task files (JSONL/YAML)
+    files: list[str] = []  # extra task files (JSONL/YAML): training tasks
+    # Held-out task files (JSONL/YAML): a fixed held-out split served from files, evaluated beside the
+    # domains' generated held-out tasks; an id shared with any training task is refused (tasks/splits.py).
+    heldout_files: list[str] = []
+    # The format rule of file tasks that name none (task metadata.answer_format wins): line | text | code |
+    # long; None -> chosen from the task's verifiers (a one-step task with a plain verifier: one line).
+    answer_format: Literal["line", "text", "code", "long"] | None = None
 
 
 class SFTConfig(Section):
@@ -231,6 +237,17 @@ class LongTailConfig(Section):
     timeout_s: float = Field(default=600.0, gt=0.0)  # a group (generate + verify) cut after this long is counted failed
 
 
+class OverlongConfig(Section):
+    """rl.overlong: what a completion cut off by the token budget (rl.max_new_tokens) scores (verifiers/overlong.py).
+
+    gate: fails the format rule, reward 0, the verifier never runs (the default). score: verified as
+    is. soft_penalty: verified as is, plus DAPO's soft overlong punishment, linear from 0 at
+    `max_new_tokens - cache` tokens to -factor at the budget (args: {cache: N, factor: 1.0})."""
+
+    name: str = "gate"  # an `overlong` registry name: gate | score | soft_penalty
+    args: dict[str, Any] = {}
+
+
 class RLConfig(Section):
     steps: int = Field(default=200, ge=0)
     prompts_per_step: int = Field(default=16, ge=1)
@@ -267,6 +284,12 @@ class RLConfig(Section):
     dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)
     max_grad_norm: float = Field(default=1.0, gt=0.0)
     format_weight: float = Field(default=0.0, ge=0.0)  # extra reward weight of the format rule (gated anyway)
+    overlong: OverlongConfig = OverlongConfig()  # truncated completions: gate | score | soft_penalty
+    # The token-mean loss's denominator (train/loss_norm.py), for token-level losses (dapo, cispo):
+    # kept_tokens: the tokens of the groups kept after zero-variance filtering (the default);
+    # all_tokens: every scored sample's tokens, dropped groups included (TRL's GRPOTrainer);
+    # constant: samples x rl.max_new_tokens, dropped groups included (Dr. GRPO).
+    loss_norm: Literal["kept_tokens", "all_tokens", "constant"] = "kept_tokens"
     eval_every: int = Field(default=0, ge=0)
     checkpoint_every: int = Field(default=10, ge=0)
     keep_checkpoints: int = Field(default=2, ge=1)
@@ -329,6 +352,8 @@ class ScheduleConfig(Section):
 
 
 class EvalConfig(Section):
+    before: bool = True  # `posttrain rl`: held-out pass@1 before RL (after the warm-up); false skips it
+    after: bool = True  # and after RL; with either off the run reports no before/after comparison
     # Held-out pass@1 is one sample per task at this temperature (seeded when > 0); 0 = greedy.
     temperature: float = Field(default=0.0, ge=0.0)
     seed: int = 1234

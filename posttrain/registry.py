@@ -11,7 +11,7 @@ when their modules are imported, all of them by one explicit call,
 `posttrain.builtins.load_builtins()` (the CLI makes it at start). Facts about an algorithm are declared where it is
 registered, not in tables keyed by its name elsewhere:
 
-    @loss("dapo", units="tokens")                             # how the sharded update weights ranks
+    @loss("dapo", units="tokens", normalisable=True)          # sharded rank weights; takes rl.loss_norm
     @advantage("rloo", min_group=2, scope="group")            # config check; group vs batch statistics
     @verifier("python_tests", answer_format="code")           # the format rule (verifiers/rules.py)
 
@@ -35,7 +35,9 @@ T = TypeVar("T")
 
 # kind -> {property: its allowed values (a tuple) or its type}: every entry of the kind declares each.
 PROPERTIES: dict[str, dict[str, tuple[Any, ...] | type]] = {
-    "loss": {"units": ("tokens", "sequences")},  # what a loss averages over: a token mean or a sequence mean
+    # units: what a loss averages over, a token mean or a sequence mean; normalisable: it takes `denom`
+    # (rl.loss_norm, train/loss_norm.py), the divisor that replaces the batch's token count
+    "loss": {"units": ("tokens", "sequences"), "normalisable": bool},
     "advantage": {"min_group": int, "scope": ("group", "batch")},  # scored samples a group needs; stats over
     # the answer's shape for the format rule; "inner": a composite, its inner verifiers decide
     "verifier": {"answer_format": ("line", "code", "text", "long", "inner")},
@@ -43,6 +45,9 @@ PROPERTIES: dict[str, dict[str, tuple[Any, ...] | type]] = {
     # `max_batch`, its generation concurrency; model_check: config.json dict -> why it cannot run it, or None
     "engine": {"inflight_weights": bool, "max_batch_arg": bool, "model_check": object},
 }
+# kind -> {property: the value an entry that leaves it out declares}: properties added after plugins
+# existed. normalisable=False: a loss that does not take `denom` refuses a non-default rl.loss_norm.
+PROPERTY_DEFAULTS: dict[str, dict[str, Any]] = {"loss": {"normalisable": False}}
 
 
 class Registry(Generic[T]):
@@ -52,6 +57,7 @@ class Registry(Generic[T]):
         self._props: dict[str, dict[str, Any]] = {}
 
     def register(self, name: str, **props: Any) -> Callable[[T], T]:
+        props = {**PROPERTY_DEFAULTS.get(self.kind, {}), **props}
         self._check_props(name, props)  # at registration time: before the decorated object exists
 
         def deco(obj: T) -> T:
@@ -150,8 +156,11 @@ def engine(name: str, *, inflight_weights: bool, max_batch_arg: bool,
                                        model_check=model_check)
 
 
-def loss(name: str, *, units: str) -> Callable[[T], T]:
-    return registry("loss").register(name, units=units)
+def loss(name: str, *, units: str,
+         normalisable: bool = PROPERTY_DEFAULTS["loss"]["normalisable"]) -> Callable[[T], T]:
+    """`normalisable=True`: the loss takes `denom=` (rl.loss_norm); the default, False, makes
+    config_check refuse a non-default rl.loss_norm with it rather than silently ignore it."""
+    return registry("loss").register(name, units=units, normalisable=normalisable)
 
 
 def advantage(name: str, *, min_group: int, scope: str) -> Callable[[T], T]:

@@ -17,6 +17,11 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    if "p_value" not in summary:  # eval.before / eval.after off: no comparison
+        ran = [f"{k} RL pass@1 {summary[k]['pass@1']:.3f}" for k in ("before", "after") if k in summary]
+        typer.echo(f"held-out comparison skipped (eval.before/eval.after); {'; '.join(ran) or 'no held-out eval ran'}; "
+                   f"run directory {run_dir}")
+        return
     ev = summary.get("eval", {})
     how = "greedy" if not ev.get("temperature") else f"one sample at T={ev['temperature']}, seed {ev.get('seed')}"
     t = Table(title=f"held-out pass@1 ({how}), before vs after RL")

@@ -19,6 +19,9 @@ import threading
 import time
 from typing import Any, Mapping, Sequence
 
+from posttrain.rollout.engine import InflightWeights
+from posttrain.rollout.weight_sync import SyncReport
+
 try:  # offers of new weights run on a thread of their own while generate runs (partial rollouts)
     import ray
 

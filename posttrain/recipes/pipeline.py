@@ -148,10 +148,13 @@ async def _run(r: Recipe, ctx: RunContext, title: str) -> dict:
     if ctx.splits is not None:
         pin_splits(ctx.splits, run_dir)  # replay, postmortem and eval read these exact tasks back
         from posttrain.train.rl import verify_concurrency
+        from posttrain.verifiers.overlong import make_overlong
         from posttrain.verifiers.run import VerifierRunner
 
+        # the run's one runner, RL's and its evals': evals read `passed`, never the reward (format weight,
+        # overlong penalty); the overlong gate applies to both, so the "before" eval gates as RL does
         ctx.runner = VerifierRunner(ctx.sandbox, concurrency=verify_concurrency(cfg), retries=cfg.sandbox.retries,
-                                    format_weight=cfg.rl.format_weight)  # evals read `passed`, never the reward
+                                    format_weight=cfg.rl.format_weight, overlong=make_overlong(cfg))
     try:
         with ctx.phase("base"):
             ctx.model, ctx.tok = await r.base(ctx)

@@ -232,6 +232,17 @@ def _generalisation(before: HeldoutResult, after: HeldoutResult, cfg: RunConfig)
     return {"generalisation": generalisation(before, after, held)} if held else {}
 
 
+def skipped_eval_summary(before: HeldoutResult | None, after: HeldoutResult | None, cfg: RunConfig,
+                         run_dir: Path) -> dict:
+    """The summary of a run with eval.before or eval.after off: the one eval that ran, if any."""
+    out: dict[str, Any] = {"sft": sft_record(run_dir), "eval": {"temperature": cfg.eval.temperature, "seed": cfg.eval.seed,
+                                                               "before": cfg.eval.before, "after": cfg.eval.after}}
+    for key, res in (("before", before), ("after", after)):
+        if res is not None:
+            out[key] = {"pass@1": res.mean_over_domains(), "domains": res.by_domain(), "infra_errors": res.infra_errors}
+    return out
+
+
 def run_quickstart(cfg: RunConfig, run_dir: Path, resume: bool = False, report: Report | None = None,
                    sandbox: Any = None, rl_budget_s: float | None = None) -> dict:
     """The `rl` recipe through the one pipeline (recipes/pipeline.py). `rl_budget_s` ends RL after
@@ -283,7 +294,11 @@ class TextRL:
 
     def splits(self, cfg: RunConfig) -> Splits:
         splits = make_splits(cfg)
-        return drop_long_prompts(splits, _tokenizer(cfg), cfg.rl.max_prompt_tokens) if cfg.rl.max_prompt_tokens else splits
+        splits = drop_long_prompts(splits, _tokenizer(cfg), cfg.rl.max_prompt_tokens) if cfg.rl.max_prompt_tokens else splits
+        from posttrain.config_check import check_rl_splits
+
+        check_rl_splits(cfg, splits)  # overlong policy and fixed order against the final splits
+        return splits
 
     async def base(self, ctx: RunContext) -> tuple[Any, Any]:
         from posttrain.rollout.tokenizer_checks import check_oracles_roundtrip
@@ -294,6 +309,10 @@ class TextRL:
                                        f"{len(ctx.splits.dropped)} training task(s) with longer prompts (longest "
                                        f"{max(ctx.splits.dropped.values())} tokens); the held-out split keeps them"})  # SFT demonstrations and the format rule need every oracle to be text
         check_oracles_roundtrip(_tokenizer(ctx.cfg), [*ctx.splits.train, *ctx.splits.held_out])  # it can emit
+        from posttrain.recipes.departures import departure_lines
+
+        for line in departure_lines(ctx.cfg, has_file_tasks=bool(ctx.cfg.tasks.files or ctx.cfg.tasks.heldout_files)):
+            ctx.report("log", {"line": line})  # every setting that differs from a plain GRPO run, and its off key
         return build_base(ctx.cfg, ctx.run_dir)
 
     async def warm_up(self, ctx: RunContext) -> tuple[Any, Any]:
@@ -302,13 +321,16 @@ class TextRL:
         assert ctx.splits is not None
         return await sft_phase(ctx.cfg, ctx.run_dir, ctx.splits, ctx.report, ctx.runner, (ctx.model, ctx.tok))
 
-    async def evaluate(self, ctx: RunContext, when: str) -> HeldoutResult:
+    async def evaluate(self, ctx: RunContext, when: str) -> HeldoutResult | None:
         import copy
 
         from posttrain.rollout import make_engine
 
         assert ctx.splits is not None
         cfg = ctx.cfg
+        if not (cfg.eval.before if when == "before" else cfg.eval.after):
+            ctx.report("log", {"line": f"held-out eval {when} RL skipped (eval.{when}=false)"})
+            return None
         if when == "before":  # the warmed-up policy on its own engine; RL builds its engine from the same weights
             eng, runner = make_engine(cfg.engine.name, copy.deepcopy(ctx.model), ctx.tok, **cfg.engine.args), ctx.runner
         else:
@@ -327,10 +349,13 @@ class TextRL:
         await train_rl(st, on_step=lambda s, row: ctx.report("rl", {"step": s + 1, "total": total, **row}),
                        budget_s=ctx.budget_s)
 
-    def summarize(self, ctx: RunContext, before: HeldoutResult, after: HeldoutResult) -> dict:
+    def summarize(self, ctx: RunContext, before: HeldoutResult | None, after: HeldoutResult | None) -> dict:
         from posttrain.recipes.report import add_intervals
 
-        summary = add_intervals(summarize(before, after, ctx.cfg, ctx.run_dir), before, after)
+        if before is None or after is None:  # eval.before / eval.after off: no comparison to make
+            summary = skipped_eval_summary(before, after, ctx.cfg, ctx.run_dir)
+        else:
+            summary = add_intervals(summarize(before, after, ctx.cfg, ctx.run_dir), before, after)
         summary["warnings"] = dict(ctx.state.warnings)
         if ctx.splits is not None and ctx.splits.dropped:  # train tasks over rl.max_prompt_tokens
             summary["dropped_long_prompts"] = dict(ctx.splits.dropped)
@@ -344,7 +369,9 @@ class TextRL:
 
         cfg, run_dir = ctx.cfg, ctx.run_dir
         history = ctx.state.metrics.read()
-        plot_rewards(run_dir, history, *ctx.extra["evals"])
         plot_scheduler(run_dir, history)  # the scheduler's page of the run report
         plot_cluster(run_dir, history)  # cluster.png, only when the run used a Ray cluster
+        if None in ctx.extra["evals"]:  # eval.before / eval.after off: no before/after page
+            return
+        plot_rewards(run_dir, history, *ctx.extra["evals"])
         write_report(run_dir, summary, Path(cfg.model.path).name if cfg.model.path else "tiny default model")

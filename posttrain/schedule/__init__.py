@@ -2,10 +2,10 @@
 per-domain difficulty curriculum, zero-variance filtering and long-tail queues. See docs/scheduler.md.
 
 Importing this package registers the built-in `sched_policy` implementations
-(`uniform`, `learning_signal`, `difficulty_pools`).
+(`uniform`, `learning_signal`, `difficulty_pools`, `fixed_order`).
 """
 
-from posttrain.schedule import policies  # noqa: F401  (registers the built-in policies)
+from posttrain.schedule import fixed_order, policies  # noqa: F401  (registers the built-in policies)
 from posttrain.schedule.filtering import FillResult, fill_batch, has_signal, is_scored
 from posttrain.schedule.scheduler import Scheduler
 

@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 import posttrain.schedule.policies  # noqa: F401  (registers the built-in policies)
+from posttrain.schedule.fixed_order import KEY as ORDER_KEY, check_order, load_order
 from posttrain.errors import ConfigError
 from posttrain.registry import registry
 from posttrain.schedule.curriculum import Curriculum
@@ -65,7 +66,7 @@ class Scheduler:
                  policy: str = "learning_signal", seed: int = 0, *, n_buckets: int = 3,
                  decay: float = 0.7, prior_strength: float = 2.0, pending_ttl: int = 4,
                  max_oversample: float = 4.0, curriculum: Mapping[str, Any] | None = None,
-                 **policy_args: Any) -> None:
+                 order_file: str | None = None, **policy_args: Any) -> None:
         if not tasks:
             raise ConfigError("scheduler needs at least one task, got none")
         if not isinstance(seed, int) or seed < 0:
@@ -99,6 +100,18 @@ class Scheduler:
         # Per-domain difficulty levels (curriculum.py): draws only from each domain's current level.
         self.curriculum = Curriculum(self.tasks, **curriculum) if curriculum is not None else None
         self._check_policy_args()
+        self.order = self._fixed_order(order_file)
+
+    def _fixed_order(self, order_file: str | None) -> list[list[str]] | None:
+        """`schedule.policy: fixed_order` replays `order_file` (schedule/fixed_order.py); None otherwise."""
+        if (self.policy_name == "fixed_order") != (order_file is not None):
+            raise ConfigError(f"schedule.policy={self.policy_name!r} with {ORDER_KEY}={order_file!r}: the fixed_order "
+                              "policy and an order file go together")
+        if order_file is None:
+            return None
+        order = load_order(order_file)
+        check_order(order, self.index, len(order[0]) if order else 0, 0)
+        return order
 
     # -- weights ---------------------------------------------------------------------------
     def _check_policy_args(self) -> None:
@@ -125,6 +138,8 @@ class Scheduler:
         if not isinstance(n, int) or n < 0:
             raise ConfigError(f"next_batch needs a count >= 0, got {n!r}")
         self._expire_pending()
+        if self.order is not None:
+            return self._replay(n)
         rng = np.random.default_rng([self.seed, self.draws])  # same stream in every process
         self.draws += 1
         w = self.weights()
@@ -147,6 +162,18 @@ class Scheduler:
         for i in chosen:
             self.pending[self.tasks[i].id] = self.draws - 1
         return [self.tasks[i] for i in chosen]
+
+    def _replay(self, n: int) -> list[Task]:
+        """Line `draws` of the order file (schedule.policy=fixed_order)."""
+        if self.draws >= len(self.order or []):
+            raise ConfigError(f"{ORDER_KEY}: the order file has {len(self.order or [])} steps; step {self.draws} was asked for")
+        ids = self.order[self.draws]  # type: ignore[index]
+        if len(ids) != n:
+            raise ConfigError(f"{ORDER_KEY}: step {self.draws} names {len(ids)} tasks; {n} were asked for")
+        self.draws += 1
+        for tid in ids:
+            self.pending[tid] = self.draws - 1
+        return [self.tasks[self.index[tid]] for tid in ids]
 
     def draw_count(self, n_needed: int) -> int:
         """Prompts to draw so that, at the recent keep rate, ~`n_needed` groups survive."""

@@ -127,16 +127,55 @@ def _by_domain(tasks: list[Task], split: str) -> list[tuple[str, list[Task]]]:
     return list(groups.items())
 
 
-def make_splits(cfg: Any, images: bool = False) -> Splits:
-    """Train / held-out / SFT splits of every configured domain, plus `tasks.files` (train)."""
+def file_tasks(cfg: Any, paths: Iterable[str]) -> list[tuple[str, list[Task]]]:
+    """The tasks of each file, with `tasks.answer_format` as the format rule of those naming none."""
+    import dataclasses
+
     from posttrain.tasks.io import load_tasks
 
+    fmt = cfg.tasks.answer_format
+    out = []
+    for f in paths:
+        tasks = load_tasks(f)
+        if fmt is not None:
+            tasks = [t if "answer_format" in t.metadata else
+                     dataclasses.replace(t, metadata={**t.metadata, "answer_format": fmt}) for t in tasks]
+        out.append((str(f), tasks))
+    return out
+
+
+_LAST: dict[str, Splits] = {}  # the last splits built, by what they depend on
+
+
+def make_splits(cfg: Any, images: bool = False) -> Splits:
+    """Train / held-out / SFT splits of every configured domain, plus `tasks.files` (train) and
+    `tasks.heldout_files` (held-out). `tasks.sft_frac` applies only when an SFT warm-up runs
+    (`sft.steps` > 0): without one, every training task is RL's. The last result is kept, so the
+    config check that needs the splits (config_check.check_rl_splits) and the run share one build
+    (3,000 generated code tasks take seconds); each call gets its own lists."""
+    import json
+
+    files = [(f, p.stat().st_mtime_ns, p.stat().st_size) for f in [*cfg.tasks.files, *cfg.tasks.heldout_files]
+             if (p := Path(f)).is_file()]  # a rewritten task file is read again
+    key = json.dumps([cfg.tasks.model_dump(), cfg.seed, cfg.sft.steps, images, files], sort_keys=True, default=str)
+    if key not in _LAST:
+        _LAST.clear()
+        _LAST[key] = _make_splits(cfg, images)
+    sp = _LAST[key]
+    return Splits(list(sp.train), list(sp.held_out), list(sp.sft), dict(sp.dropped))
+
+
+def _make_splits(cfg: Any, images: bool) -> Splits:
     train, held = _image_splits(cfg) if images else _text_splits(cfg)
-    files = [(str(f), load_tasks(f)) for f in cfg.tasks.files]  # user task files train alongside the domains
-    check_unique_ids([*_by_domain(train, "train"), *_by_domain(held, "held-out"), *files])
+    files = file_tasks(cfg, cfg.tasks.files)  # user task files train alongside the domains
+    held_files = file_tasks(cfg, cfg.tasks.heldout_files)  # a fixed held-out split, from files
+    check_unique_ids([*_by_domain(train, "train"), *_by_domain(held, "held-out"), *files,
+                      *((f"held-out file {f}", ts) for f, ts in held_files)])
     for _, tasks in files:
         train += tasks
-    return Splits(train, held, sft_demos(train, cfg.tasks.sft_frac))
+    for _, tasks in held_files:
+        held += tasks
+    return Splits(train, held, sft_demos(train, cfg.tasks.sft_frac if cfg.sft.steps > 0 else 0.0))
 
 
 def pin_splits(splits: Splits, run_dir: Path) -> None:

@@ -50,11 +50,13 @@ def grpo_loss(logp, old_logp, adv, mask, clip_eps: float = 0.2, clip_eps_high: f
     return _masked_seq_mean(per_token, mask).mean(), _stats(clipped, mask)
 
 
-@loss("dapo", units="tokens")
-def dapo_loss(logp, old_logp, adv, mask, clip_eps: float = 0.2, clip_eps_high: float | None = 0.28, **_):
-    """DAPO: token-level mean over the whole batch, asymmetric clip-higher."""
+@loss("dapo", units="tokens", normalisable=True)
+def dapo_loss(logp, old_logp, adv, mask, clip_eps: float = 0.2, clip_eps_high: float | None = 0.28,
+              denom: float | None = None, **_):
+    """DAPO: token-level mean over the whole batch, asymmetric clip-higher. `denom` (rl.loss_norm,
+    train/loss_norm.py) replaces the batch's token count as the divisor."""
     per_token, clipped = _clipped_surrogate(logp, old_logp, adv, clip_eps, clip_eps_high or clip_eps)
-    return (per_token * mask).sum() / mask.sum().clamp(min=1), _stats(clipped, mask)
+    return (per_token * mask).sum() / (denom or mask.sum().clamp(min=1)), _stats(clipped, mask)
 
 
 @loss("dr_grpo", units="sequences")
@@ -77,14 +79,14 @@ def gspo_loss(logp, old_logp, adv, mask, clip_eps: float = 3e-4, clip_eps_high: 
     return -torch.minimum(unclipped, clipped).mean(), {"clip_frac": float(was.mean())}
 
 
-@loss("cispo", units="tokens")
-def cispo_loss(logp, old_logp, adv, mask, clip_eps_high: float | None = 0.28, **_):
+@loss("cispo", units="tokens", normalisable=True)
+def cispo_loss(logp, old_logp, adv, mask, clip_eps_high: float | None = 0.28, denom: float | None = None, **_):
     """CISPO: REINFORCE weighted by a clipped, stop-gradient IS ratio; no token is dropped."""
     ratio = torch.exp(logp - old_logp)
     weight = torch.clamp(ratio, max=1 + (clip_eps_high or 0.28)).detach()  # [B, T]
     per_token = -weight * adv.unsqueeze(-1) * logp
     was = (ratio > 1 + (clip_eps_high or 0.28)).float()
-    return (per_token * mask).sum() / mask.sum().clamp(min=1), _stats(was, mask)
+    return (per_token * mask).sum() / (denom or mask.sum().clamp(min=1)), _stats(was, mask)
 
 
 @loss("distill", units="tokens")

@@ -45,9 +45,11 @@ from posttrain.train.advantages import estimate_advantages, trained_advantages  
 from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, set_rng_state
 from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
 from posttrain.train.longtail_source import LongTailBatchSource
+from posttrain.train.loss_norm import step_counts
 from posttrain.train.trainer import Trainer, default_trainer, reference_model
 from posttrain.train.update import NonFiniteLoss
 from posttrain.types import Task, Trajectory
+from posttrain.verifiers.overlong import make_overlong
 from posttrain.verifiers.run import VerifierRunner
 
 
@@ -96,8 +98,9 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     over `sandbox`). `trainer_factory`: default_trainer (sharded on rank 0 of N ranks, else local)."""
     torch.manual_seed(cfg.seed)
     mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in train_tasks)}
+    cur = cfg.schedule.curriculum  # its levels shaped the task pool (tasks/splits.py); the rest steers draws
     sched = Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.policy, seed=cfg.seed,
-                      **cfg.schedule.args)
+                      curriculum=None if cur is None else cur.model_dump(exclude={"levels"}), **cfg.schedule.args)
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt is not None and cfg.trainer.lora is None:  # with LoRA the caller's model is the (unchanged) base
         from posttrain.models import load_policy
@@ -111,7 +114,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     guard = InfraErrorGuard(cfg.rl.infra_error, sandbox)
     concurrency = verify_concurrency(cfg)
     runner = runner or VerifierRunner(sandbox, concurrency=concurrency, retries=cfg.sandbox.retries,
-                                      format_weight=cfg.rl.format_weight)
+                                      format_weight=cfg.rl.format_weight, overlong=make_overlong(cfg))
     st = RLState(cfg, run_dir, tok, engine, trainer, sched, runner,
                  TrajectoryStore(run_dir / "trajectories.sqlite", background=True), run_metrics(cfg, run_dir, "rl"),
                  list(train_tasks), list(eval_tasks), infra_guard=guard)
@@ -154,7 +157,9 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
     learn_idx = [i for i, t in enumerate(flat) if not t.infra_error]
     stats: dict[str, float] = {}
     if learn_idx:
-        stats = st.trainer.update([flat[i] for i in learn_idx], adv[learn_idx], batch.correction, batch.lr_scale)
+        # rl.loss_norm's denominators count every scored sample of the step, dropped groups included
+        stats = st.trainer.update([flat[i] for i in learn_idx], adv[learn_idx], batch.correction, batch.lr_scale,
+                                  counts=step_counts(batch.trajs, flat))
     t_upd = time.perf_counter()
     st.version += 1
     sync_row = source.sync(st)

@@ -19,13 +19,15 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import torch
 
+from posttrain.train.loss_norm import StepCounts
 from posttrain.train.optim import build_optimizer, build_schedule
 from posttrain.types import Trajectory
 
 
 class Trainer(Protocol):
+    # counts: the step's sample and token counts (loss_norm.step_counts) for rl.loss_norm's denominator
     def update(self, trajs: Sequence[Trajectory], adv: torch.Tensor, correction: Any = None,
-               lr_scale: float = 1.0) -> dict[str, float]: ...
+               lr_scale: float = 1.0, counts: StepCounts | None = None) -> dict[str, float]: ...
     def lr(self) -> float: ...
     def push_weights(self, engine: Any, version: int) -> dict[str, float]: ...
     def snapshot(self) -> Mapping[str, torch.Tensor]: ...
@@ -46,8 +48,9 @@ class LocalTrainer:
         self.lr_sched = build_schedule(self.opt, cfg.rl.optim, cfg.rl.steps)
 
     def update(self, trajs: Sequence[Trajectory], adv: torch.Tensor, correction: Any = None,
-               lr_scale: float = 1.0) -> dict[str, float]:
-        """`lr_scale` multiplies this one update's lr; the schedule's step sets every group's lr again."""
+               lr_scale: float = 1.0, counts: StepCounts | None = None) -> dict[str, float]:
+        """`lr_scale` multiplies this one update's lr; the schedule's step sets every group's lr again.
+        `counts` (loss_norm.step_counts) sets rl.loss_norm's denominator; None: each minibatch's own tokens."""
         from posttrain.train.update import update_policy
 
         if lr_scale != 1.0:
@@ -55,7 +58,7 @@ class LocalTrainer:
                 group["lr"] *= lr_scale
         extra = {} if correction is None else {"correction": correction}
         stats = update_policy(self.model, self.opt, trajs, adv, self.cfg.rl, self.pad_id, self.ref_model,
-                              self.cfg.trainer, **extra)
+                              self.cfg.trainer, **extra, counts=counts)
         self.lr_sched.step()
         return stats
 

@@ -18,6 +18,7 @@ import torch
 from posttrain.config import RLConfig
 from posttrain.registry import registry
 from posttrain.train.batching import pack_trajectories, token_logprobs
+from posttrain.train.loss_norm import StepCounts, denominator
 from posttrain.train.losses import LOSSES, entropy_from_logits
 from posttrain.train.prefix_kv import shared_layout
 from posttrain.errors import PosttrainError
@@ -106,8 +107,10 @@ def micro_batches(sub: Sequence[Trajectory], micro_tokens: int) -> list[list[int
 
 def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajectory], adv: torch.Tensor,
                   cfg: RLConfig, pad_id: int, ref_model: Any | None = None, tcfg: Any = None,
-                  correction: Any = None) -> dict[str, float]:
-    """`tcfg` (the run's `trainer:` section) switches on bf16 autocast where configured. `correction`
+                  correction: Any = None, counts: StepCounts | None = None) -> dict[str, float]:
+    """`counts` (loss_norm.step_counts: the step's sampled and kept samples and tokens) sets the
+    token-mean denominator of `rl.loss_norm`; None: each minibatch's own tokens. `tcfg` (the run's
+    `trainer:` section) switches on bf16 autocast where configured. `correction`
     (the asynchronous loop, train/async_rl/correction.py): `correction(model, trajs, pad_id, cfg)` is
     called once before any step and returns `fn(mb, tb) -> (old_logp, mask, stats)` for each minibatch.
 
@@ -132,11 +135,13 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
             old_logp, loss_mask, cst = (tb.old_logp, tb.loss_mask, {}) if corr is None else corr(mb, tb)
             where = f"minibatch {k_mb} (epoch {_epoch}) of tasks {[t.task_id for t in sub[:4]]}"
             opt.zero_grad(set_to_none=True)
+            denom = denominator(cfg.loss_norm, loss_mask, counts, cfg.max_new_tokens)
+            kw = {**cfg.loss_kwargs(), **({"denom": denom} if denom is not None else {})}
             logp, ent_tok, kl, loss_st = _forward_backward(model, sub, tb, adv[mb], old_logp, loss_mask, cfg, pad_id,
-                                                           loss_fn, kl_fn, ref_model, tcfg, where)
+                                                           loss_fn, kl_fn, ref_model, tcfg, where, kw)
             if loss_st is None:  # micro-batched: the loss and its statistics over the whole minibatch
                 with torch.no_grad():
-                    loss_st = loss_fn(logp, old_logp, adv[mb], loss_mask, **cfg.loss_kwargs())
+                    loss_st = loss_fn(logp, old_logp, adv[mb], loss_mask, **kw)
             loss, st = loss_st
             loss = loss.detach()
             st.update(cst)
@@ -149,7 +154,8 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
                 ent = (ent_tok * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 mismatch = ((logp - tb.old_logp).abs() * tb.loss_mask).max()
             for k, v in {"loss": float(loss), "grad_norm": float(gnorm), "entropy": float(ent),
-                         "logprob_mismatch": float(mismatch), **st}.items():
+                         "logprob_mismatch": float(mismatch), "loss_denom": float(denom or loss_mask.sum()),
+                         **st}.items():
                 totals[k] = totals.get(k, 0.0) + v / (n_mb * cfg.update_epochs)
     model.eval()
     return totals
@@ -157,7 +163,8 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
 
 def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch.Tensor, old_logp: torch.Tensor,
                       loss_mask: torch.Tensor, cfg: RLConfig, pad_id: int, loss_fn: Any, kl_fn: Any,
-                      ref_model: Any, tcfg: Any, where: str) -> tuple[torch.Tensor, torch.Tensor, Any, Any]:
+                      ref_model: Any, tcfg: Any, where: str,
+                      loss_kw: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, Any, Any]:
     """Gradients of the minibatch's loss accumulated into the parameters, micro-batch by micro-batch;
     returns the minibatch's (logp, entropy) [b, L-1], detached, the KL term (None without one), and
     the loss function's (loss, stats) when one micro-batch was the whole minibatch (else None)."""
@@ -180,7 +187,7 @@ def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch
         else:  # the other rows' old logprobs stand in: constants, so no gradient reaches them
             full = old_logp.detach().clone()
             full[rows, :width] = lp
-        out = loss_fn(full, old_logp, adv, loss_mask, **cfg.loss_kwargs())  # (loss, stats)
+        out = loss_fn(full, old_logp, adv, loss_mask, **loss_kw)  # (loss, stats)
         loss = out[0]
         if kl_fn is not None:
             with torch.no_grad():

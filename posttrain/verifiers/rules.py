@@ -95,10 +95,13 @@ def _rule_for(task: Task) -> FormatRule:
     return FormatRule(single_line=True, max_chars=PER_STEP_CHARS)
 
 
-def format_violation(traj: Trajectory, single_line: bool = True, max_chars: int = 2000) -> str | None:
-    """The reason the completion breaks the format rule, or None if it is well formed."""
+def format_violation(traj: Trajectory, single_line: bool = True, max_chars: int = 2000,
+                     truncated_fails: bool = True) -> str | None:
+    """The reason the completion breaks the format rule, or None if it is well formed.
+    `truncated_fails=False` (rl.overlong: score / soft_penalty) lets an answer cut off by the
+    token budget through to the verifier; the other rules still hold."""
     text = traj.completion_text
-    if traj.finish_reason == "length":
+    if traj.finish_reason == "length" and truncated_fails:
         return "unterminated: hit the token budget before the end-of-turn token"
     if not text.strip():
         return "empty completion"
@@ -111,10 +114,11 @@ def format_violation(traj: Trajectory, single_line: bool = True, max_chars: int 
     return None
 
 
-def task_format_violation(task: Task, traj: Trajectory) -> str | None:
+def task_format_violation(task: Task, traj: Trajectory, truncated_fails: bool = True) -> str | None:
     """`format_violation` under `task`'s own rule: what the RL loop and eval apply."""
     rule = rule_for(task)
-    return format_violation(traj, single_line=rule.single_line, max_chars=rule.max_chars)
+    return format_violation(traj, single_line=rule.single_line, max_chars=rule.max_chars,
+                            truncated_fails=truncated_fails)
 
 
 def episode_format_violation(task: Task, traj: Trajectory, max_steps: int) -> str | None:

@@ -16,6 +16,7 @@ from posttrain.registry import build
 from posttrain.sandbox.protocol import Sandbox
 from posttrain.types import Task, Trajectory, TrajError, VerifyResult
 from posttrain.verifiers.base import BatchVerifier, VerifyContext
+from posttrain.verifiers.overlong import Gate, OverlongPolicy
 from posttrain.verifiers.rules import task_format_violation
 
 
@@ -29,7 +30,11 @@ async def _within(coro: Any, seconds: float) -> Any:
 
 
 class VerifierRunner:
-    def __init__(self, sandbox: Sandbox | None, concurrency: int = 8, retries: int = 2, format_weight: float = 0.0):
+    def __init__(self, sandbox: Sandbox | None, concurrency: int = 8, retries: int = 2, format_weight: float = 0.0,
+                 overlong: OverlongPolicy | None = None):
+        """`overlong` (rl.overlong, verifiers/overlong.py): whether an answer cut off by the token
+        budget fails the format rule, and its reward penalty; None: `gate` (it fails)."""
+        self.overlong: OverlongPolicy = overlong or Gate()
         self.ctx = VerifyContext(sandbox=sandbox)
         self.concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
@@ -54,7 +59,7 @@ class VerifierRunner:
         return self._verifiers[key]
 
     async def _judge(self, task: Task, traj: Trajectory) -> VerifyResult:
-        reason = task_format_violation(task, traj)  # per domain: code may span lines
+        reason = self._format_violation(task, traj)  # per domain: code may span lines
         if reason is not None:
             return VerifyResult.fail(reason, rule="format")
         key = (task.version, traj.completion_text)
@@ -77,11 +82,16 @@ class VerifierRunner:
             self.stats["infra_retries"] += attempt < self.retries
         return result
 
+    def _format_violation(self, task: Task, traj: Trajectory) -> str | None:
+        return task_format_violation(task, traj, truncated_fails=self.overlong.gates(task))
+
     async def verify_one(self, task: Task, traj: Trajectory) -> Trajectory:
         if traj.error is not None and traj.error.boundary in ("engine", "sandbox"):
             return dataclasses.replace(traj, verify=VerifyResult.infra(traj.error.message), reward=0.0)
         res = await self._judge(task, traj)
         reward = res.score + (self.format_weight if res.details.get("rule") != "format" else 0.0)
+        if res.status == "ok":
+            reward += self.overlong.penalty(task, traj)  # rl.overlong: soft_penalty; 0 for the others
         err = traj.error
         if res.status == "infra_error":
             err = TrajError("verifier", res.reason)
@@ -90,7 +100,7 @@ class VerifierRunner:
     async def _prefetch(self, task: Task, trajs: Sequence[Trajectory]) -> None:
         """Score a group's distinct well-formed answers in one batched call, into the cache."""
         v = self.verifier_for(task)
-        texts = sorted({t.completion_text for t in trajs if task_format_violation(task, t) is None
+        texts = sorted({t.completion_text for t in trajs if self._format_violation(task, t) is None
                         and (task.version, t.completion_text) not in self._cache})
         if len(texts) < 2:
             return

@@ -23,6 +23,16 @@ CASES = [
     (["rl", "examples/tiny_rl.yaml", "tasks.domains.arithmetic.args.bogus=1"], "tasks.domains.arithmetic.args.bogus"),
     (["quickstart", "--resume", "runs/x", "--vision"], "`posttrain quickstart --vision` does not resume"),
     (["quickstart", "--resume", "runs/x", "--agent"], "`posttrain quickstart --agent` does not resume"),
+    # issue 38: key combinations that cannot work
+    (["rl", "examples/tiny_rl.yaml", "engine.args.matmul_dtype=bfloat16"], "engine.args.matmul_dtype=bfloat16"),
+    (["rl", "examples/tiny_rl.yaml", "rl.overlong.name=soft_penalty", "rl.overlong.args={cache: 8}"],
+     "domain 'arithmetic' answers within 8 tokens"),
+    (["rl", "examples/tiny_rl.yaml", "tasks.domains={tools: {n_train: 4, n_eval: 2}}", "rl.overlong.name=score"],
+     "domain 'tools' runs multi-step episodes"),
+    (["rl", "examples/tiny_rl.yaml", "rl.overlong.name=soft_penalty", "rl.overlong.args={cache: 2, bogus: 1}"],
+     "rl.overlong.args.bogus"),
+    (["rl", "examples/tiny_rl.yaml", "rl.loss=grpo", "rl.loss_norm=constant"], "rl.loss_norm=constant: rl.loss='grpo'"),
+    (["rl", "examples/tiny_rl.yaml", "schedule.policy=fixed_order"], "the fixed_order policy and an order file"),
 ]
 
 
@@ -34,6 +44,22 @@ def test_bad_input_is_one_line_naming_it_and_writes_nothing(tmp_path, argv, name
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr and named in lines[0], r.stderr[-1500:]
     assert not out.exists()  # refused before config.yaml or any other file of the run
+
+
+def test_a_fixed_order_naming_a_task_outside_the_split_is_one_line_and_writes_nothing(tmp_path):
+    from posttrain.config import load_config
+    from posttrain.tasks.splits import make_splits
+
+    ids = [t.id for t in make_splits(load_config(ROOT / "examples/tiny_rl.yaml", ["sft.steps=0"])).train[:3]]
+    order = tmp_path / "order.txt"
+    order.write_text(f"{ids[0]} {ids[1]}\n{ids[2]} not-a-task\n")
+    out = tmp_path / "run"
+    r = subprocess.run(CLI + ["rl", "examples/tiny_rl.yaml", "rl.prompts_per_step=2", "rl.steps=2", "sft.steps=0",
+                              "schedule.policy=fixed_order", f"schedule.args.order_file={order}", "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "step 1 names task 'not-a-task'" in lines[0], r.stderr[-1500:]
+    assert not out.exists()
 
 
 def test_non_empty_out_is_refused_and_left_untouched(tmp_path):

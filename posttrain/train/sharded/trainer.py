@@ -38,7 +38,9 @@ class ShardedTrainer:
         return cls(cfg, ShardedSession.start(model, cfg.trainer, cfg.rl.optim, tok.pad_token_id, ref=ref))
 
     def update(self, trajs: Sequence[Trajectory], adv: torch.Tensor, correction: Any = None,
-               lr_scale: float = 1.0) -> dict[str, float]:
+               lr_scale: float = 1.0, counts: Any = None) -> dict[str, float]:
+        """`counts` is unused: each rank divides by its own tokens (rl.loss_norm=kept_tokens); config
+        load refuses another loss_norm with trainer.world_size > 1 (config_check)."""
         if correction is not None or lr_scale != 1.0:
             from posttrain.errors import ConfigError
 

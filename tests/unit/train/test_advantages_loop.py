@@ -61,13 +61,13 @@ def setup():
 @pytest.fixture(scope="module")
 def steps(setup, tmp_path_factory):
     """{estimator: (stored trajectories of step 0, their stored advantages, the policy after the update)}."""
-    from posttrain.train.rl import build_state, rl_step
+    from posttrain.train.rl import build_state, train_rl
 
     model, tok, train = setup
     out = {}
     for name in ("group_norm", "reinforce_pp"):
         st = build_state(_cfg(name), tmp_path_factory.mktemp(name), copy.deepcopy(model), tok, train, train[:2], None)
-        asyncio.run(rl_step(st))
+        asyncio.run(train_rl(st))  # rl.steps=1: the one step
         trajs, adv = list(st.store.iter(step=0)), st.store.advantages(0)
         st.store.close(), st.metrics.close()
         out[name] = (trajs, [adv[(t.group, t.sample)] for t in trajs], st.model)
