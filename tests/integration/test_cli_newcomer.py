@@ -22,7 +22,7 @@ ENGINE = '''
 from posttrain.registry import engine
 from posttrain.rollout.engine import Completion
 
-@engine("newcomer_answer")
+@engine("newcomer_answer", inflight_weights=False, max_batch_arg=False, model_check=None)
 class AnswerEngine:
     """Answers every request with "1 3" and an end of turn."""
     def __init__(self, model, tokenizer):
