@@ -103,6 +103,8 @@ def _unknown_key(loc: tuple[Any, ...]) -> str:
     parent = [p for p in loc[:-1] if not isinstance(p, int)]
     # a key under a mapping of sections (tasks.domains.NAME.x) looks the section up without NAME
     allowed = _fields_at(parent) or _fields_at([p for i, p in enumerate(parent) if i != len(parent) - 1])
+    if len(parent) == 1 and parent[0] in LEGACY_OPTIM_KEYS:  # rl.lr, rl.warmup_steps, ... are still read
+        allowed = [*allowed, *LEGACY_OPTIM_KEYS[parent[0]]]
     close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
     hint = f" (did you mean {'.'.join([*map(str, loc[:-1]), close[0]])!r}?)" if close else ""
     return f"{key!r}{hint}"
