@@ -48,7 +48,7 @@ run: install
 PYTEST_WORKERS ?= 2
 
 test: install browser sandbox-images rdocs blender
-	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -rs tests; rc=$$?; \
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -rs --durations=25 tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 # The viewer's browser test drives Debian's Chromium through Playwright (no browser download).
