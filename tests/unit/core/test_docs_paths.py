@@ -7,6 +7,11 @@ longer path, so `/root/.cache/posttrain/x.pdf`, `runs/q/docs/a.md` and `~/tests/
 repository paths. Globs and placeholders (`hack_probes*.py`, `examples/<name>.yaml`,
 `tests/{a,b}.py`) are skipped as a whole. The few tokens that look like repository paths but name
 a place elsewhere are listed in `ELSEWHERE`, each with where it lives.
+
+Paths written inside the package's own terms (`train/rl.py`, `fast/engine.py`, `presets/agent.yaml`:
+the first folder is one of posttrain's folders, `PACKAGE_RELATIVE`) must name a file somewhere under
+posttrain/. history.md is left out of that check: it names files that have since been removed.
+Placeholders in capitals (`presets/NAME.yaml`) are not paths.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ ELSEWHERE_PREFIXES = {
 }
 
 
+PACKAGE_RELATIVE = re.compile(r"(?<![\w/.~$<{-])((?:[a-z_][\w-]*/)+[a-z_][\w-]*\.(?:py|md|yaml|json|c))(?![\w*{</-]|\.\w)")
+
+
 def _sources() -> list[Path]:
     package = [p for p in ROOT.glob("posttrain/**/*.py") if "terminal_set" not in p.parts]  # task payloads
     examples = [p for p in ROOT.glob("examples/**/*") if p.is_file()]
@@ -46,6 +54,11 @@ def test_the_pattern_takes_repo_paths_and_leaves_other_paths():
     assert [p for _, p in _named_paths(text)] == ["docs/rl.md", "posttrain/train/rl.py", "examples/tiny_rl.yaml"]
 
 
+def test_the_package_pattern_leaves_absolute_paths_and_placeholders():
+    text = "see train/async_rl/loop.py, /tmp/q/train/z.py, ~/train/y.py and presets/NAME.yaml"
+    assert [m.group(1) for m in PACKAGE_RELATIVE.finditer(text)] == ["train/async_rl/loop.py"]
+
+
 def test_every_repo_path_named_in_docs_and_docstrings_exists():
     missing = []
     for src in _sources():
@@ -55,3 +68,20 @@ def test_every_repo_path_named_in_docs_and_docstrings_exists():
             if not (ROOT / path).exists():
                 missing.append(f"{src.relative_to(ROOT)}:{line}: {path}")
     assert not missing, "paths named that do not exist:\n" + "\n".join(missing)
+
+
+def test_every_package_relative_path_names_a_file_under_posttrain():
+    files = [p.relative_to(ROOT).as_posix() for p in (ROOT / "posttrain").rglob("*") if p.is_file()]
+    folders = {p.name for p in (ROOT / "posttrain").rglob("*") if p.is_dir()}
+    missing = []
+    for src in _sources():
+        if src.name == "history.md":
+            continue
+        for i, line in enumerate(src.read_text(errors="replace").splitlines(), 1):
+            for m in PACKAGE_RELATIVE.finditer(line):
+                path = m.group(1)
+                if path.split("/")[0] not in folders or REPO_PATH.fullmatch(path):
+                    continue  # not in the package's terms (a run directory, a user's file), or checked above
+                if not any(f.endswith("/" + path) for f in files):
+                    missing.append(f"{src.relative_to(ROOT)}:{i}: {path}")
+    assert not missing, "package paths named that match no file under posttrain/:\n" + "\n".join(missing)
