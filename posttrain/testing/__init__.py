@@ -12,5 +12,7 @@ Modules:
 - view_browser.py: the viewer driven in a headless Chromium (browser test, view benchmark);
 - judge_probes.py: wrong answers dressed to persuade an LLM judge (judge tests and benchmark);
 - pair_probes.py: the right answer listed beside a wrong one, for soundness checks of
-  checkers we did not write (reasoning-gym's).
+  checkers we did not write (reasoning-gym's);
+- simclock.py: an asyncio loop on virtual time, so the long-tail runner's tests and the
+  scheduler and async simulators run the real runner instantly.
 """
