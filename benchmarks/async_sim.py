@@ -58,14 +58,14 @@ def simulate_queue(n_workers: int, k: int, steps: int, rollout_s: list[float], t
                    sigma: float, seed: int = 0) -> float:
     """`simulate` with the workers played by the RL loop's own queue: posttrain.schedule.longtail's
     LongTailRunner (one lane of `n_workers` slots, as train/longtail_source.py runs it), on virtual
-    time (schedule/simclock.py). The same draws in the same order, so the same seconds per step as
+    time (posttrain/testing/simclock.py). The same draws in the same order, so the same seconds per step as
     the heap model (tests/unit/schedule/test_async_sim_queue.py holds them together)."""
     import asyncio
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from posttrain.schedule.longtail import Job, LongTailRunner
-    from posttrain.schedule.simclock import run_virtual
+    from posttrain.testing.simclock import run_virtual
 
     rng = random.Random(seed)
     mu = -sigma * sigma / 2

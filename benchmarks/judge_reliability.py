@@ -35,7 +35,7 @@ from posttrain.models.service import open_service, register_service  # noqa: E40
 from posttrain.registry import build  # noqa: E402
 from posttrain.types import Spec, Trajectory, Turn  # noqa: E402
 from posttrain.verifiers.base import VerifyContext  # noqa: E402
-from posttrain.verifiers.judge_probes import probes_for  # noqa: E402
+from posttrain.testing.judge_probes import probes_for  # noqa: E402
 from posttrain.verifiers.judge_prompt import nonce_for, parse_choice, parse_verdict, rubric_prompt  # noqa: E402
 
 

@@ -7,7 +7,7 @@ halves (oracle / empty / wrong, and the hack probes on the RL scoring path) plus
 
 Per domain and difficulty level: the oracle must score 1 and the empty answer 0 on every task, the
 wrong answer never 1, no hack probe 1 (hack_pass_rate == 0), and no candidate pair
-(`verifiers/soundness/pairs.py`: the oracle listed with a wrong answer) 1, all through the
+(`posttrain/testing/pair_probes.py`: the oracle listed with a wrong answer) 1, all through the
 `VerifierRunner` as `train/rl.py` calls it. Prints one line per (domain, level) and a PASS/MISS
 summary; `--json FILE` writes every row. The small version of this runs in `make test`
 (tests/unit/tasks/test_reasoning_gym_check.py).
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from posttrain.registry import build  # noqa: E402
 from posttrain.tasks import reasoning_gym as rg  # noqa: E402
 from posttrain.verifiers.soundness.check import check_tasks  # noqa: E402
-from posttrain.verifiers.soundness.pairs import pair_answers  # noqa: E402
+from posttrain.testing.pair_probes import pair_answers  # noqa: E402
 from posttrain.verifiers.soundness.probe_check import probe_tasks  # noqa: E402
 
 

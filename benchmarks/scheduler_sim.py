@@ -39,7 +39,7 @@ from posttrain.schedule import Scheduler  # noqa: E402
 from posttrain.schedule.duration import DurationPredictor  # noqa: E402
 from posttrain.schedule.filtering import has_signal  # noqa: E402
 from posttrain.schedule.longtail import InfraError, Job, LongTailRunner  # noqa: E402
-from posttrain.schedule.simclock import run_virtual  # noqa: E402
+from posttrain.testing.simclock import run_virtual  # noqa: E402
 from posttrain.types import Message, Spec, Task, Trajectory  # noqa: E402
 
 TOPICS, PER_TOPIC, HELD_OUT = 4, 100, 50

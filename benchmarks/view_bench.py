@@ -2,9 +2,9 @@
 
     .venv/bin/python benchmarks/view_bench.py [--repeats 5] [--json out.json]
 
-Builds the run with the store's own API (posttrain/view/synthetic.py: 40 steps x 16 groups
+Builds the run with the store's own API (posttrain/testing/synthetic_runs.py: 40 steps x 16 groups
 x 16 samples, two domains, code samples with a tool call and sandbox result), serves it on
-loopback, and drives /usr/bin/chromium through Playwright (posttrain/view/browser.py):
+loopback, and drives /usr/bin/chromium through Playwright (posttrain/testing/view_browser.py):
 
 - first load: a fresh page, navigation start until the curves tab has drawn (metrics, the
   per-step reward bands from SQL, every panel), ms from the page's performance.now();
@@ -48,11 +48,11 @@ def main() -> None:
     args = ap.parse_args()
 
     from posttrain.view.app import create_app
-    from posttrain.view.browser import chromium_missing, chromium_page, filter_trajectories, open_tab, open_viewer
+    from posttrain.testing.view_browser import chromium_missing, chromium_page, filter_trajectories, open_tab, open_viewer
     from posttrain.view.queries import Filters, list_trajectories
     from posttrain.view.runs import RunView
     from posttrain.view.serve import serve_in_thread
-    from posttrain.view.synthetic import write_run
+    from posttrain.testing.synthetic_runs import write_run
 
     why = chromium_missing()
     if why:

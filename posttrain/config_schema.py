@@ -294,7 +294,7 @@ class RLConfig(Section):
     checkpoint_every: int = Field(default=10, ge=0)
     keep_checkpoints: int = Field(default=2, ge=1)
     infra_error: InfraErrorConfig = InfraErrorConfig()
-    # Asynchronous RL (train/async_rl/, docs/rl.md): batch s is generated with weights version
+    # Asynchronous RL (train/async_rl/, docs/async_rl.md): batch s is generated with weights version
     # v(s) - K while the trainer runs ahead; 0 = the synchronous loop, unchanged. Checked >= 0 in config_check.
     max_staleness: int = 0
     partial_rollouts: bool = False  # a sequence in flight continues under new weights (needs an engine that can)

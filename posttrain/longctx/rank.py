@@ -3,10 +3,9 @@
     ranked = rank(index, question, top_k=5)      # [Ranked(chunk, score, parts)]
     context = merge(ranked)                      # chunks in source order, deduplicated
 
-score = w_text * bm25(chunk text + section path) + w_summary * bm25(summary)
-        + w_embed * cosine(question, chunk), each part divided by its maximum over the
-document so the weights mean what they say. Without embeddings their weight is shared
-out to the other two in proportion. When the question names a printed page ("see [Arrays],
+score = w_text * bm25(chunk text + section path) + w_summary * bm25(summary), each part
+divided by its maximum over the document so the weights mean what they say (the weights
+are scaled to sum to 1). When the question names a printed page ("see [Arrays],
 page 20") and the chunks carry page labels (a PDF), chunks on that page get `PAGE_WEIGHT`
 more: the index follows the cross-reference the way a reader does.
 """
@@ -21,7 +20,7 @@ from posttrain.longctx.chunk import Chunk
 from posttrain.longctx.index import DocIndex
 from posttrain.longctx.tokens import terms
 
-DEFAULT_WEIGHTS: Mapping[str, float] = {"text": 0.65, "summary": 0.25, "embed": 0.10}
+DEFAULT_WEIGHTS: Mapping[str, float] = {"text": 0.65, "summary": 0.25}
 PAGE_WEIGHT = 0.5  # added for chunks on a printed page the question names ("[Graphics], page 68")
 _PAGE_REF = re.compile(r"\b(?:pages?|pp?\.)\s*([0-9]{1,5}|[ivxlcdm]{1,8})\b", re.I)
 
@@ -49,14 +48,8 @@ def rank(index: DocIndex, question: str, top_k: int = 5, weights: Mapping[str, f
         return []
     q = terms(question)
     parts = {"text": _normalise(index.text_bm25.scores(q)), "summary": _normalise(index.summary_bm25.scores(q))}
-    w = dict(weights)
-    if index.embeddings is not None:
-        qv = index.embedder.embed([question])[0]  # [D]
-        parts["embed"] = _normalise([float(x) for x in index.embeddings @ qv])
-    else:
-        spare = w.pop("embed", 0.0)
-        total = sum(w.values()) or 1.0
-        w = {k: v + spare * v / total for k, v in w.items()}
+    total = sum(weights.values()) or 1.0
+    w = {k: v / total for k, v in weights.items()}
     refs = page_refs(question)
     if refs and any(c.label for c in index.chunks):  # a cross-page reference: follow it to the page
         parts["page"] = [1.0 if c.label.lower() in refs else 0.0 for c in index.chunks]

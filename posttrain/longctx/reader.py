@@ -36,6 +36,8 @@ class Claim:
 
 @runtime_checkable
 class Reader(Protocol):
+    """Summarises a chunk (cached per chunk) and answers a question from a context of chunks with claims."""
+
     name: str  # part of the summary-cache key: two readers never share summaries
 
     def summarize(self, chunk: Chunk, focus: str | None = None) -> str: ...

@@ -69,6 +69,9 @@ def oldest_version(c: Completion, default: int) -> int:
 
 @runtime_checkable
 class Engine(Protocol):
+    """Generates completions for requests and installs new weights; `weights_version` is the
+    version it holds. What more an engine can do is a Protocol of its own, below."""
+
     weights_version: int
 
     def generate(self, requests: Sequence[GenRequest]) -> list[Completion]:

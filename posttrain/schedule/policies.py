@@ -19,10 +19,18 @@ Built-ins:
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import numpy as np
 
 from posttrain.registry import sched_policy
 from posttrain.schedule.stats import StatsView
+
+
+class SchedulePolicy(Protocol):
+    """Pass-rate statistics -> one weight >= 0 per task, [N]; stateless (see the module doc)."""
+
+    def __call__(self, view: StatsView, step: int, **args: Any) -> np.ndarray: ...
 
 
 @sched_policy("uniform")

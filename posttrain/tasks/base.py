@@ -14,18 +14,35 @@ package (see docs/tasks.md).
 from __future__ import annotations
 
 import random
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from posttrain.types import Task
 
 
 @runtime_checkable
 class Domain(Protocol):
+    """A seeded task generator: `generate` is deterministic for a seed; `wrong_answer` is plausible but wrong."""
+
     name: str
 
     def generate(self, n: int, seed: int, difficulty: float = 1.0) -> list[Task]: ...
 
     def wrong_answer(self, task: Task, rng: random.Random) -> str: ...
+
+
+class DomainCheck(Protocol):
+    """A domain's own load-time check (registry kind `domain_check`, keyed by the domain's name): its
+    package is installed, `args` and the difficulty levels are valid; a one-line ConfigError naming
+    `key` otherwise. Runs in config_check before any task is generated."""
+
+    def __call__(self, name: str, args: Any, levels: Any, key: str) -> None: ...
+
+
+class DomainFamily(Protocol):
+    """A family of domains sharing a name prefix (registry kind `domain_family`, keyed by the prefix,
+    e.g. `rg-`): the one-line error for an unknown member's name, or None when it is not the family's."""
+
+    def __call__(self, name: str) -> str | None: ...
 
 
 def generate_split(domain: Domain, n: int, seed: int, difficulty: float, exclude: set[str] = frozenset()) -> list[Task]:

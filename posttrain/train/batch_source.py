@@ -102,11 +102,35 @@ def observe(st: Any, trajs: list[Trajectory]) -> tuple[list[list[Trajectory]], l
     return groups, [g for g, k in zip(groups, keep) if k]
 
 
-class SyncBatchSource:
-    """Generate, score and observe each step's batch when asked, with the newest weights."""
+class StepwiseSource:
+    """The parts of a `BatchSource` whose engine sits idle between steps (the synchronous and the
+    long-tail sources): the new weights go to the engine right after each update, held-out eval
+    runs on it directly, and nothing is left to drain or checkpoint. Subclasses supply `next`."""
 
     def start(self, st: Any) -> None:
         pass
+
+    def sync(self, st: Any) -> dict[str, float]:
+        return st.trainer.push_weights(st.engine, st.version)
+
+    def after_update(self, st: Any, batch: ScoredBatch, row: dict[str, float]) -> dict[str, float]:
+        return {}
+
+    async def on_engine(self, st: Any, fn: Callable[[], Awaitable[Any]]) -> Any:
+        return await fn()
+
+    async def drain(self, st: Any) -> None:
+        pass
+
+    def checkpoint_state(self, st: Any) -> dict[str, Any]:
+        return {}
+
+    async def close(self, st: Any) -> None:
+        pass
+
+
+class SyncBatchSource(StepwiseSource):
+    """Generate, score and observe each step's batch when asked, with the newest weights."""
 
     async def next(self, st: Any) -> ScoredBatch:
         t0 = time.perf_counter()
@@ -149,20 +173,3 @@ class SyncBatchSource:
         t_gen = t0 + times["gen"]
         return ScoredBatch(trajs, groups, res.groups, t0, t_gen, t_gen + times["ver"], st.version, metrics=metrics)
 
-    def sync(self, st: Any) -> dict[str, float]:
-        return st.trainer.push_weights(st.engine, st.version)
-
-    def after_update(self, st: Any, batch: ScoredBatch, row: dict[str, float]) -> dict[str, float]:
-        return {}
-
-    async def on_engine(self, st: Any, fn: Callable[[], Awaitable[Any]]) -> Any:
-        return await fn()
-
-    async def drain(self, st: Any) -> None:
-        pass
-
-    def checkpoint_state(self, st: Any) -> dict[str, Any]:
-        return {}
-
-    async def close(self, st: Any) -> None:
-        pass

@@ -33,16 +33,18 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from posttrain.schedule.duration import DurationPredictor
 from posttrain.schedule.longtail import Job, LongTailRunner, Outcome
 from posttrain.train.async_rl.source import stale_lr_scale
-from posttrain.train.batch_source import ScoredBatch, observe, rollout_batch, sampling_params
+from posttrain.train.batch_source import ScoredBatch, StepwiseSource, observe, rollout_batch, sampling_params
 from posttrain.types import Trajectory
 
 
-class LongTailBatchSource:
+class LongTailBatchSource(StepwiseSource):
+    """Slow groups in their own lane; each step trains on what finished (module doc)."""
+
     def __init__(self, cfg: Any) -> None:
         self.cfg = cfg  # an rl.longtail section (config_schema.LongTailConfig)
 
@@ -84,21 +86,6 @@ class LongTailBatchSource:
         """The delivered groups as this step's: one group id each, stamped with the step that trains on them
         (weights_version keeps the version that generated them)."""
         return [dataclasses.replace(t, group=g, step=st.step) for g, o in enumerate(outs) for t in o.result]
-
-    def sync(self, st: Any) -> dict[str, float]:
-        return st.trainer.push_weights(st.engine, st.version)
-
-    def after_update(self, st: Any, batch: ScoredBatch, row: dict[str, float]) -> dict[str, float]:
-        return {}
-
-    async def on_engine(self, st: Any, fn: Callable[[], Awaitable[Any]]) -> Any:
-        return await fn()
-
-    async def drain(self, st: Any) -> None:
-        pass
-
-    def checkpoint_state(self, st: Any) -> dict[str, Any]:
-        return {}
 
     async def close(self, st: Any) -> None:
         await self.runner.close()  # the last row's longtail/in_flight counted what this abandons

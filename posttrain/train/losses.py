@@ -106,6 +106,12 @@ def distill_loss(logp, old_logp, adv, mask, clip_eps: float = 0.2, clip_eps_high
     return (per_token * mask).sum() / denom, stats
 
 
+class KLEstimator(Protocol):
+    """A per-token KL estimate against the reference: (logp, ref_logp [B, T]) -> [B, T]."""
+
+    def __call__(self, logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor: ...
+
+
 @kl_estimator("k1")
 def kl_k1(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return logp - ref_logp  # [B, T]
@@ -132,6 +138,14 @@ def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
 # Inputs are per pair [N]: summed completion logprobs under the policy (`pc`, `pr`) and the
 # frozen reference (`rc`, `rr`) for the chosen and rejected completions, and their token
 # counts (`nc`, `nr`). Each returns the per-pair loss [N].
+
+
+class PreferenceLoss(Protocol):
+    """A DPO-family loss: summed logprobs of chosen / rejected under the policy (pc, pr) and the
+    reference (rc, rr), their token counts (nc, nr), all [N], and beta -> the per-pair loss [N]."""
+
+    def __call__(self, pc: torch.Tensor, pr: torch.Tensor, rc: torch.Tensor, rr: torch.Tensor,
+                 nc: torch.Tensor, nr: torch.Tensor, beta: float) -> torch.Tensor: ...
 
 
 def dpo_loss(name: str):

@@ -8,7 +8,7 @@ Attention stays correct per sequence by two things: position ids restart at 0 fo
 packed sequence (so RoPE sees the same positions as unpacked), and a 4D boolean mask
 [R, 1, L, L] that is causal *within* a sequence and False across sequences. The target
 of the last token of one sequence is the first token of the next; it is masked out of
-the loss, so packed and unpacked losses are equal (tests/unit/train/test_packing.py).
+the loss, so packed and unpacked losses are equal (tests/unit/train/test_sft.py, test_packed_loss_equals_unpacked_loss).
 
 Limits: the 4D mask costs O(L^2) memory per row; models whose attention ignores custom
 4D masks (some flash-attention kernels) need the varlen path instead, which we do not

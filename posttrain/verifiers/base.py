@@ -30,6 +30,9 @@ class VerifyContext:
 
 @runtime_checkable
 class Verifier(Protocol):
+    """Scores one trajectory against its task: a VerifyResult whose `infra_error` status means the
+    check could not run (never a score of 0). Registered with `@verifier(name, answer_format=...)`."""
+
     async def __call__(self, task: Task, trajectory: Trajectory, ctx: VerifyContext) -> VerifyResult: ...
 
 

@@ -42,7 +42,8 @@ def build_verifier(spec: Spec | Mapping[str, Any] | str) -> Any:
 
 
 async def verify(task: Task, trajectory: Trajectory, ctx: VerifyContext | None = None) -> VerifyResult:
-    """Score `trajectory` with the verifier `task` names. Trainer and evaluator both call this."""
+    """Score `trajectory` with the verifier `task` names, directly (tests, scripts). The trainer and
+    the evaluator go through `VerifierRunner` (run.py): format rule, timeout, retries, cache."""
     return await build_verifier(task.verifier)(task, trajectory, ctx or VerifyContext())
 
 

@@ -52,7 +52,7 @@ def test_list_reports_both_models_and_whether_installed():
 
 def test_convert_gguf_then_check(tmp_path):
     pytest.importorskip("gguf", reason="needs the gguf package (make models)")
-    from posttrain.models.gguf_tiny import write_tiny_gguf
+    from posttrain.testing.gguf_tiny import write_tiny_gguf
 
     write_tiny_gguf(tmp_path / "tiny.gguf")
     r = _cli("convert-gguf", str(tmp_path / "tiny.gguf"), "--out", str(tmp_path / "m"))
@@ -64,7 +64,7 @@ def test_convert_gguf_then_check(tmp_path):
 
 def test_truncated_gguf_is_one_error_line_with_exit_code_2(tmp_path):
     pytest.importorskip("gguf", reason="needs the gguf package (make models)")
-    from posttrain.models.gguf_tiny import write_tiny_gguf
+    from posttrain.testing.gguf_tiny import write_tiny_gguf
 
     write_tiny_gguf(tmp_path / "tiny.gguf")
     data = (tmp_path / "tiny.gguf").read_bytes()
@@ -79,7 +79,7 @@ def test_truncated_gguf_is_one_error_line_with_exit_code_2(tmp_path):
 def test_check_names_a_tampered_file(tmp_path):
     pytest.importorskip("gguf", reason="needs the gguf package (make models)")
     from posttrain.models.gguf import convert_gguf
-    from posttrain.models.gguf_tiny import write_tiny_gguf
+    from posttrain.testing.gguf_tiny import write_tiny_gguf
 
     write_tiny_gguf(tmp_path / "tiny.gguf")
     convert_gguf(tmp_path / "tiny.gguf", tmp_path / "m")

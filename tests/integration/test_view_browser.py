@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrain.view.browser import chromium_missing
+from posttrain.testing.view_browser import chromium_missing
 
 pytestmark = pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")
 
@@ -20,9 +20,9 @@ pytestmark = pytest.mark.skipif(chromium_missing() is not None, reason=chromium_
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     from posttrain.view.app import create_app
-    from posttrain.view.browser import chromium_page
+    from posttrain.testing.view_browser import chromium_page
     from posttrain.view.serve import serve_in_thread
-    from posttrain.view.synthetic import write_run
+    from posttrain.testing.synthetic_runs import write_run
 
     root = tmp_path_factory.mktemp("view")
     big = write_run(root / "run-10k", steps=40, groups=16, group_size=16, seed=1)  # 10,240 trajectories
@@ -37,7 +37,7 @@ def _shot(s, name: str) -> None:
 
 
 def test_loads_a_run_with_its_curve_panels(session):
-    from posttrain.view.browser import open_viewer
+    from posttrain.testing.view_browser import open_viewer
 
     page = session["page"]
     ms = open_viewer(page, session["url"])
@@ -52,7 +52,7 @@ def test_loads_a_run_with_its_curve_panels(session):
 
 
 def test_filters_trajectories_by_domain_and_reward(session):
-    from posttrain.view.browser import filter_trajectories, open_tab
+    from posttrain.testing.view_browser import filter_trajectories, open_tab
 
     page = session["page"]
     open_tab(page, "trajectories")
@@ -83,7 +83,7 @@ def test_opens_a_trajectory_and_its_group(session):
 
 
 def test_shows_the_before_after_table_and_flips_with_prompts(session):
-    from posttrain.view.browser import open_tab
+    from posttrain.testing.view_browser import open_tab
 
     page = session["page"]
     open_tab(page, "eval")
@@ -95,7 +95,7 @@ def test_shows_the_before_after_table_and_flips_with_prompts(session):
 
 
 def test_lists_every_detector(session):
-    from posttrain.view.browser import open_tab
+    from posttrain.testing.view_browser import open_tab
 
     page = session["page"]
     open_tab(page, "detectors")
@@ -106,7 +106,7 @@ def test_lists_every_detector(session):
 
 
 def test_compares_two_runs_side_by_side(session):
-    from posttrain.view.browser import open_tab
+    from posttrain.testing.view_browser import open_tab
 
     page = session["page"]
     open_tab(page, "compare")

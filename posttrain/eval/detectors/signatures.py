@@ -4,7 +4,7 @@
 
 One signature per family of probes in posttrain/verifiers/soundness/hack_probes*.py (the
 names are the probes'), written as patterns over the completion text alone, so a stored
-trajectory can be scanned without its task. tests/unit/eval/test_detectors_signatures.py
+trajectory can be scanned without its task. tests/unit/eval/test_detectors.py
 runs every probe on built-in tasks and checks that its answer matches a signature here.
 
 Limits: a pattern match is a hint, not a proof (an honest program may call sys.exit); the

@@ -29,6 +29,8 @@ class RunInfo:
 
 
 class Tracker(Protocol):
+    """Where metrics go besides metrics.jsonl; the registry holds factories (run dir, RunInfo) -> Tracker."""
+
     def log(self, step: int, scalars: Mapping[str, float]) -> None: ...
 
     def close(self) -> None: ...

@@ -39,7 +39,8 @@ LAYERS = [
     {"eval", "longctx"},
     {"train"},
     {"recipes", "serve", "view", "distributed"},
-    {"cli", "builtins"},  # builtins.py names every layer's modules: load_builtins(), called by the CLI
+    {"cli", "builtins", "testing"},  # builtins.py names every layer's modules: load_builtins(), called by the CLI;
+    # testing/: helpers of the tests and benchmarks, which nothing in the package may import
 ]
 RANK = {part: i for i, layer in enumerate(LAYERS) for part in layer}
 
@@ -100,6 +101,13 @@ def test_train_never_imports_distributed():
     bad = [f"{m} imports {d}" for m, ds in _imports().items() if _part(m) == "train" for d in ds
            if _part(d) == "distributed"]
     assert not bad, "\n".join(bad)
+
+
+def test_nothing_in_the_package_imports_the_test_helpers():
+    """posttrain/testing/ serves tests/ and benchmarks/ only: no other module imports it."""
+    bad = [f"{m} imports {d}" for m, ds in _imports().items() if _part(m) != "testing" for d in ds
+           if _part(d) == "testing"]
+    assert not bad, "\n".join(sorted(bad))
 
 
 def test_no_import_cycles():

@@ -10,7 +10,7 @@ from posttrain.eval.detectors import run_detectors
 from posttrain.eval.detectors.signatures import signature_hits
 from posttrain.registry import registry
 from posttrain.view.runs import RunView
-from posttrain.view.synthetic import write_run
+from posttrain.testing.synthetic_runs import write_run
 
 PLANTED = {"heldout_flat": "reward_vs_heldout", "exploit": "exploit_signatures", "universal": "universal_completion",
            "status_shift": "status_shift", "length": "length_or_format"}

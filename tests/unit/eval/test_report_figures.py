@@ -45,7 +45,7 @@ def test_compare_report_flips_carry_their_prompts(make_run, planted):
 
 def test_run_report_of_a_synthetic_run_has_each_section_once(tmp_path):
     from posttrain.eval.run_report import write_run_report
-    from posttrain.view.synthetic import write_run
+    from posttrain.testing.synthetic_runs import write_run
 
     d = write_run(tmp_path / "run", steps=12, groups=4, group_size=4, seed=2)
     html = write_run_report(d).read_text()

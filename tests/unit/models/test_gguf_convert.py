@@ -13,7 +13,7 @@ pytest.importorskip("gguf", reason="needs the gguf package: make install (pip in
 from posttrain.errors import ModelError
 from posttrain.models.catalog import check_model_dir
 from posttrain.models.gguf import MANIFEST_NAME, convert_gguf, sha256_file, verify_manifest
-from posttrain.models.gguf_tiny import write_tiny_gguf
+from posttrain.testing.gguf_tiny import write_tiny_gguf
 from posttrain.models.io import load_policy
 
 PROMPT = "hello there, the world <|im_end|>"

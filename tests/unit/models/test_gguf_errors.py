@@ -11,7 +11,7 @@ pytest.importorskip("gguf", reason="needs the gguf package: make install (pip in
 import posttrain.models.gguf as gguf_mod
 from posttrain.errors import ModelError
 from posttrain.models.gguf import convert_gguf, inspect_gguf
-from posttrain.models.gguf_tiny import write_tiny_gguf
+from posttrain.testing.gguf_tiny import write_tiny_gguf
 
 
 @pytest.fixture

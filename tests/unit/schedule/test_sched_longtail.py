@@ -6,7 +6,7 @@ import pytest
 
 from posttrain.schedule.duration import DurationPredictor
 from posttrain.schedule.longtail import InfraError, Job, LongTailRunner
-from posttrain.schedule.simclock import run_virtual
+from posttrain.testing.simclock import run_virtual
 
 
 def _trained_predictor() -> DurationPredictor:

@@ -12,7 +12,7 @@ from posttrain.registry import build
 from posttrain.types import Message, Spec, Task, Trajectory, Turn
 from posttrain.verifiers.base import VerifyContext
 from posttrain.verifiers.judge import clear_cache
-from posttrain.verifiers.judge_probes import probes_for
+from posttrain.testing.judge_probes import probes_for
 from posttrain.verifiers.run import VerifierRunner
 from tests.unit.second.judge_helpers import FixedReply, GullibleJudge, install
 

@@ -20,7 +20,7 @@ N = 2  # tasks per domain for oracle / empty / wrong and the pairs; the probes r
 def _check(name: str) -> tuple:
     from posttrain.registry import build
     from posttrain.verifiers.soundness.check import check_tasks, score_once
-    from posttrain.verifiers.soundness.pairs import pair_answers
+    from posttrain.testing.pair_probes import pair_answers
     from posttrain.verifiers.soundness.probe_check import probe_tasks
 
     dom = build(name, kind="domain")

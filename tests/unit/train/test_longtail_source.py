@@ -1,5 +1,5 @@
 """The long-task queues (rl.longtail, train/longtail_source.py over schedule/longtail.py) through the
-RL loop, on virtual time (schedule/simclock.py): tasks of two durations, verified in 0.5 s or 8 s.
+RL loop, on virtual time (posttrain/testing/simclock.py): tasks of two durations, verified in 0.5 s or 8 s.
 
 A step waits only for the short lane, so no step lasts as long as a slow task; a slow group joins
 a later step within the staleness bound, or is counted dropped; every group submitted is
@@ -57,7 +57,7 @@ def setup():
 
 
 def _run(tmp_path, setup, *extra):
-    from posttrain.schedule.simclock import run_virtual
+    from posttrain.testing.simclock import run_virtual
     from posttrain.train.rl import build_state, train_rl
 
     model, tok, train = setup

@@ -14,7 +14,7 @@ from posttrain.types import Trajectory, Turn, VerifyResult
 from posttrain.eval.run_data import reward_by_step
 from posttrain.view.queries import Filters, facets, group_samples, list_trajectories, trajectory
 from posttrain.view.runs import RunView
-from posttrain.view.synthetic import write_run
+from posttrain.testing.synthetic_runs import write_run
 
 
 @pytest.fixture(scope="module")

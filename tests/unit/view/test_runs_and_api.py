@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from posttrain.view.app import create_app
 from posttrain.eval.stats import wilson
 from posttrain.view.runs import RunView
-from posttrain.view.synthetic import write_run
+from posttrain.testing.synthetic_runs import write_run
 
 
 @pytest.fixture(scope="module")

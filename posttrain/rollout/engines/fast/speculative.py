@@ -36,7 +36,10 @@ from posttrain.rollout.engines.fast.sampling import (STREAM_ACCEPT, STREAM_DRAFT
 speculator = registry("speculator").register
 
 
-class _Base(abc.ABC):
+class Speculator(abc.ABC):
+    """Proposes draft tokens for the `fast` engine's sequences and verifies them against the target
+    in one forward (`step`); subclasses supply `propose`. Registered with `@speculator(name)`."""
+
     def __init__(self, eng: Any, num_draft: int) -> None:
         self.eng, self.lookahead = eng, num_draft
         self.proposed = self.accepted = self.steps = self.emitted = self.rows = 0
@@ -126,7 +129,7 @@ class _Base(abc.ABC):
 
 
 @speculator("ngram")
-class NgramSpeculator(_Base):
+class NgramSpeculator(Speculator):
     """Prompt lookup: continue the latest earlier occurrence of the context's last n-gram."""
 
     def __init__(self, eng: Any, num_draft: int = 4, ngram_max: int = 3, **_: Any) -> None:
@@ -164,7 +167,7 @@ class NgramSpeculator(_Base):
 
 
 @speculator("draft")
-class DraftSpeculator(_Base):
+class DraftSpeculator(Speculator):
     """A small draft model with the target's tokenizer proposes k tokens autoregressively."""
 
     def __init__(self, eng: Any, num_draft: int = 4, draft_model: Any = None, **_: Any) -> None:
