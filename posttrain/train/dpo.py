@@ -8,6 +8,8 @@ A pair is (prompt ids, chosen ids, rejected ids), each completion ending with EO
 reference model is the policy as it was before training; its summed completion logprobs
 are computed once and stored, so no second model is held in memory during training. The
 loss (`dpo.loss`: sigmoid or ipo) comes from the `dpo_loss` registry in losses.py.
+`PairObjective` is DPO's data kind in the one supervised loop (train/supervised.py);
+`train_dpo` is that loop with the one-process trainer.
 
 Pairs come from a JSONL file (`{"prompt" | "messages", "chosen", "rejected"}`, strings or
 TRL-style message lists) or from an RL run: for each task, the highest-reward against the

@@ -5,6 +5,11 @@
 
 Each example is formatted with the tokenizer's chat template; the target is the answer
 followed by EOS. Batches are drawn with a seeded generator, so a run is reproducible.
+
+The SFT data kinds of the one supervised loop (train/supervised.py): `DemoSFT` (demonstrations,
+single- or multi-turn, with or without images) and `EncodedSFT` (the `posttrain sft` recipe's
+chat JSONL items, packed). `sft_train`, `train_sequences`, `train_encoded` and `SupervisedLoop`
+are that loop with one of them and the one-process trainer.
 """
 
 from __future__ import annotations
