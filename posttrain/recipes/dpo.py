@@ -76,7 +76,8 @@ class DPO:
         from posttrain.store.metrics import run_metrics
         from posttrain.train.dpo import PairObjective
         from posttrain.train.lora import export_model
-        from posttrain.train.supervised import supervised_trainer, train_supervised
+        from posttrain.train.sharded.supervised import supervised_trainer
+        from posttrain.train.supervised import train_supervised
 
         cfg, x, pad = ctx.cfg, ctx.extra, ctx.tok.pad_token_id
         # rank 0 of N (WORLD_SIZE > 1): the same pairs on FSDP2/TP shards; else this process

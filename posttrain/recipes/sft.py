@@ -57,7 +57,8 @@ class SFT:
         from posttrain.store.metrics import run_metrics
         from posttrain.train.lora import export_model
         from posttrain.train.sft import EncodedSFT
-        from posttrain.train.supervised import supervised_trainer, train_supervised
+        from posttrain.train.sharded.supervised import supervised_trainer
+        from posttrain.train.supervised import train_supervised
 
         cfg, pad, evals = ctx.cfg, ctx.tok.pad_token_id, ctx.extra["evals"]
         # rank 0 of N (WORLD_SIZE > 1): the same batches on FSDP2/TP shards; else this process

@@ -136,8 +136,9 @@ def eval_loss(model: Any, items: Sequence[Encoded], pad_id: int, pack: bool, max
 def train_encoded(model: Any, pad_id: int, train: Sequence[Encoded], cfg: SFTConfig, tcfg: Any, seed: int = 0,
                   evals: Sequence[Encoded] = (), on_step: Callable[[int, dict], None] | None = None) -> list[dict]:
     """SFT on pre-encoded (ids, mask) items with packing, grad accumulation and periodic eval, in this process."""
-    return train_supervised(EncodedSFT(train, cfg, pad_id, evals), LocalSupervisedTrainer(model, cfg.optim, cfg.steps, tcfg),
-                            cfg.steps, seed, cfg.eval_every if evals else 0, on_step)
+    trainer = LocalSupervisedTrainer(model, cfg.optim, cfg.steps, tcfg)
+    return train_supervised(EncodedSFT(train, cfg, pad_id, evals), trainer, cfg.steps, seed,
+                            cfg.eval_every if evals else 0, on_step)
 
 
 class EncodedSFT:
@@ -151,7 +152,8 @@ class EncodedSFT:
 
     def draw(self, rng: random.Random) -> Batch:
         items = [self.items[rng.randrange(len(self.items))] for _ in range(self.cfg.batch_size)]
-        n_tok = sum(sum(m[1:]) for _, m in (_trunc(e, self.cfg.max_len) for e in items))  # denominator of the full batch
+        # the denominator of the full batch, whatever its micro-batches and dp slices
+        n_tok = sum(sum(m[1:]) for _, m in (_trunc(e, self.cfg.max_len) for e in items))
         return Batch(items, {"tokens": n_tok})
 
     def loss(self, model: Any, items: Sequence[Any], batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
@@ -166,7 +168,9 @@ class EncodedSFT:
         return ""
 
     def evaluate(self, model: Any) -> dict[str, float]:
-        return {"eval/loss": eval_loss(model, self.evals, self.pad_id, self.cfg.pack, self.cfg.max_len)} if self.evals else {}
+        if not self.evals:
+            return {}
+        return {"eval/loss": eval_loss(model, self.evals, self.pad_id, self.cfg.pack, self.cfg.max_len)}
 
 
 def _trunc(e: Encoded, max_len: int) -> Encoded:

@@ -2,7 +2,7 @@
 pairs), in this process or sharded over N ranks.
 
     objective = EncodedSFT(items, cfg.sft, pad_id)            # or DemoSFT, PairObjective (sft.py, dpo.py)
-    trainer = supervised_trainer(model, cfg.trainer, cfg.sft.optim, cfg.sft.steps, pad_id)
+    trainer = supervised_trainer(model, cfg.trainer, cfg.sft.optim, cfg.sft.steps, pad_id)  # sharded/supervised.py
     history = train_supervised(objective, trainer, cfg.sft.steps, seed, eval_every, on_step)
     model = trainer.export_model(); trainer.close()
 
@@ -15,9 +15,10 @@ pairs), in this process or sharded over N ranks.
 What varies is passed in, never branched on, as in the RL loop (train/rl.py): the data kind is a
 `SupervisedObjective` (what a batch is and its loss), the execution a `SupervisedTrainer`
 (`LocalSupervisedTrainer` here; `ShardedSupervisedTrainer` in train/sharded/supervised.py ships
-the batch to the ranks, whose per-rank halves live in train/sharded/steps.py). Both build their
-optimizer and schedule from the phase's `optim` section (train/optim.py). A non-finite loss stops
-the run with `NonFiniteLoss` naming the kind, the step and the micro-batch.
+the batch to the ranks, whose per-rank halves live in train/sharded/steps.py;
+`sharded.supervised.supervised_trainer` picks one, so this module never imports train/sharded/).
+Both build their optimizer and schedule from the phase's `optim` section (train/optim.py). A
+non-finite loss stops the run with `NonFiniteLoss` naming the kind, the step and the micro-batch.
 
 Limits: supervised runs keep no checkpoints and do not resume (`posttrain sft|dpo` recipes are not
 resumable); Ctrl-C ends the run with the model as it stands, unsaved.
@@ -127,18 +128,6 @@ class LocalSupervisedTrainer:
 
     def close(self) -> None:
         pass
-
-
-def supervised_trainer(model: Any, tcfg: TrainerConfig, optim: OptimConfig, steps: int, pad_id: int) -> SupervisedTrainer:
-    """Sharded over the ranks on rank 0 of a multi-process job (WORLD_SIZE > 1; the full model is
-    handed to the shards), else here."""
-    from posttrain.train.sharded.session import active as sharded_active
-
-    if not sharded_active():
-        return LocalSupervisedTrainer(model, optim, steps, tcfg)
-    from posttrain.train.sharded.supervised import ShardedSupervisedTrainer
-
-    return ShardedSupervisedTrainer.start(model, tcfg, optim, steps, pad_id)
 
 
 class SupervisedRun:

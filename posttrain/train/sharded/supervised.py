@@ -3,6 +3,7 @@ the one-process trainer).
 
     trainer = ShardedSupervisedTrainer.start(model, cfg.trainer, cfg.sft.optim, cfg.sft.steps, pad_id)
     row = trainer.step(objective, batch, step)    # objective.handler on every rank, at the schedule's lr
+    trainer = supervised_trainer(model, cfg.trainer, cfg.sft.optim, cfg.sft.steps, pad_id)  # this, or local
 
 Rank 0 holds no optimizer, only the LR schedule (optim.LRSchedule, the same numbers as the
 one-process LambdaLR); it ships the batch (`objective.payload(batch)`), the lr and
@@ -18,8 +19,18 @@ from typing import Any
 
 from posttrain.config import OptimConfig, TrainerConfig
 from posttrain.train.optim import LRSchedule
-from posttrain.train.sharded.session import ShardedSession
-from posttrain.train.supervised import Batch, ShardableObjective, SupervisedObjective
+from posttrain.train.sharded.session import ShardedSession, active
+from posttrain.train.supervised import (Batch, LocalSupervisedTrainer, ShardableObjective, SupervisedObjective,
+                                        SupervisedTrainer)
+
+
+def supervised_trainer(model: Any, tcfg: TrainerConfig, optim: OptimConfig, steps: int,
+                       pad_id: int) -> SupervisedTrainer:
+    """The trainer for this process's place in the job: sharded over the ranks on rank 0 of a
+    multi-process job (WORLD_SIZE > 1; the full model is handed to the shards), else local."""
+    if not active():
+        return LocalSupervisedTrainer(model, optim, steps, tcfg)
+    return ShardedSupervisedTrainer.start(model, tcfg, optim, steps, pad_id)
 
 
 class ShardedSupervisedTrainer:
