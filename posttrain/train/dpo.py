@@ -188,9 +188,9 @@ def train_dpo(model: Any, pairs: Sequence[Pair], ref: torch.Tensor, cfg: Any, tc
 
 
 class PairObjective:
-    """The `SupervisedObjective` of DPO, text or image pairs: a batch is `dpo.batch_size` pair indices;
-    the loss is the `dpo.loss` mean over the batch, with accuracy and margin. Sharded: steps.dpo_step."""
-    what, handler = "DPO", "dpo_step"
+    """The `SupervisedObjective` of DPO, text or image pairs: a batch is `dpo.batch_size` pairs drawn
+    with their reference logprobs; the loss is the `dpo.loss` mean over the batch, with accuracy and margin."""
+    what = "DPO"
 
     def __init__(self, pairs: Sequence[Pair], ref: torch.Tensor, cfg: Any, pad_id: int,
                  evals: tuple[Sequence[Pair], torch.Tensor] | None = None) -> None:
@@ -199,21 +199,22 @@ class PairObjective:
     def draw(self, rng: random.Random) -> Any:
         from posttrain.train.supervised import Batch
 
-        return Batch([rng.randrange(len(self.pairs)) for _ in range(min(self.cfg.batch_size, len(self.pairs)))])
+        idx = [rng.randrange(len(self.pairs)) for _ in range(min(self.cfg.batch_size, len(self.pairs)))]
+        return Batch(list(zip([self.pairs[i] for i in idx], self.ref[idx].unbind(0))))  # (pair, ref [2])
 
-    def loss(self, model: Any, items: Sequence[int], batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
-        losses, st = pair_loss(model, [self.pairs[i] for i in items], self.ref[list(items)], self.cfg, self.pad_id)
+    def loss(self, model: Any, items: Sequence[tuple[Pair, torch.Tensor]], batch: Any) -> tuple[torch.Tensor, dict]:
+        losses, st = pair_loss(model, [p for p, _ in items], torch.stack([r for _, r in items]), self.cfg, self.pad_id)
         n = len(batch.items)  # the mean over the whole batch, split across micro-batches
         return losses.sum() / n, {k: st[k] * len(items) / n for k in ("accuracy", "margin")}
 
-    def payload(self, batch: Any) -> dict:
-        return {"pairs": [self.pairs[i] for i in batch.items], "ref": self.ref[batch.items], "cfg": self.cfg}
-
-    def describe(self, items: Sequence[int]) -> str:
-        return f" (pairs {[self.pairs[i].source for i in items[:3]]})"
+    def describe(self, items: Sequence[tuple[Pair, torch.Tensor]]) -> str:
+        return f" (pairs {[p.source for p, _ in items[:3]]})"
 
     def evaluate(self, model: Any) -> dict[str, float]:
         return {} if self.evals is None else evaluate_pairs(model, self.evals[0], self.evals[1], self.cfg, self.pad_id)
+
+    def for_ranks(self) -> "PairObjective":
+        return PairObjective([], self.ref[:0], self.cfg, self.pad_id)
 
 
 def load_pairs(cfg: Any, tok: Any) -> list[Pair]:

@@ -87,6 +87,9 @@ class DemoSFT:
     def evaluate(self, model: Any) -> dict[str, float]:
         return {}
 
+    def for_ranks(self) -> "DemoSFT":
+        return DemoSFT([], self.batch_size, self.pad_id, self.image_id)
+
 
 class SupervisedLoop:
     """One optimizer step per `step()` (returns its loss), so a caller can stop early (the quickstart
@@ -144,8 +147,8 @@ def train_encoded(model: Any, pad_id: int, train: Sequence[Encoded], cfg: SFTCon
 class EncodedSFT:
     """The `SupervisedObjective` of the sft recipe: (ids, mask) items, packed or padded to `sft.max_len`;
     the loss is the NLL summed over learned tokens over the batch's learned tokens (`tokens`, logged),
-    so grad accumulation and dp slices sum to the one-batch loss. Sharded: steps.sft_step."""
-    what, handler = "SFT", "sft_step"
+    so grad accumulation and dp slices sum to the one-batch loss."""
+    what = "SFT"
 
     def __init__(self, items: Sequence[Encoded], cfg: SFTConfig, pad_id: int, evals: Sequence[Encoded] = ()) -> None:
         self.items, self.cfg, self.pad_id, self.evals = list(items), cfg, pad_id, list(evals)
@@ -160,10 +163,6 @@ class EncodedSFT:
         s, _ = batch_loss(model, items, self.pad_id, self.cfg.pack, self.cfg.max_len)
         return s / max(batch.logged["tokens"], 1), {}
 
-    def payload(self, batch: Batch) -> dict:
-        return {"items": batch.items, "n_tok": batch.logged["tokens"], "pack": self.cfg.pack,
-                "max_len": self.cfg.max_len}
-
     def describe(self, items: Sequence[Any]) -> str:
         return ""
 
@@ -171,6 +170,9 @@ class EncodedSFT:
         if not self.evals:
             return {}
         return {"eval/loss": eval_loss(model, self.evals, self.pad_id, self.cfg.pack, self.cfg.max_len)}
+
+    def for_ranks(self) -> "EncodedSFT":
+        return EncodedSFT([], self.cfg, self.pad_id)
 
 
 def _trunc(e: Encoded, max_len: int) -> Encoded:

@@ -15,7 +15,7 @@ pairs), in this process or sharded over N ranks.
 What varies is passed in, never branched on, as in the RL loop (train/rl.py): the data kind is a
 `SupervisedObjective` (what a batch is and its loss), the execution a `SupervisedTrainer`
 (`LocalSupervisedTrainer` here; `ShardedSupervisedTrainer` in train/sharded/supervised.py ships
-the batch to the ranks, whose per-rank halves live in train/sharded/steps.py;
+the batch and the objective's loss to the ranks, where steps.supervised_step runs it on dp slices;
 `sharded.supervised.supervised_trainer` picks one, so this module never imports train/sharded/).
 Both build their optimizer and schedule from the phase's `optim` section (train/optim.py). A
 non-finite loss stops the run with `NonFiniteLoss` naming the kind, the step and the micro-batch.
@@ -48,30 +48,26 @@ class Batch:
 
 
 class SupervisedObjective(Protocol):
-    """A data kind: what the loop draws and what it differentiates."""
+    """A data kind: what the loop draws and what it differentiates. `loss` must need nothing of the
+    objective but its settings: the sharded trainer ships `for_ranks()` (no data) to every rank."""
     what: str  # "SFT", "DPO": names the loss in errors
 
     def draw(self, rng: random.Random) -> Batch: ...
 
     def loss(self, model: Any, items: Sequence[Any], batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
-        """`items` (a micro-batch of `batch`)'s share of the batch loss (the shares sum to it), and its
-        shares of the batch's other metrics (DPO: accuracy, margin)."""
+        """`items` (a micro-batch or dp slice of `batch`)'s share of the batch loss (the shares sum to
+        it), and its shares of the batch's other metrics (DPO: accuracy, margin)."""
         ...
 
     def describe(self, items: Sequence[Any]) -> str: ...  # names the examples of a failing micro-batch
 
     def evaluate(self, model: Any) -> dict[str, float]: ...  # held-out eval/ metrics ({} without held-out data)
 
-
-class ShardableObjective(SupervisedObjective, Protocol):
-    """An objective the ranks can compute: `handler` (train/sharded/steps.py) gets `payload(batch)`."""
-    handler: str
-
-    def payload(self, batch: Batch) -> dict: ...
+    def for_ranks(self) -> "SupervisedObjective": ...  # the same loss without the data set and held-out data
 
 
 class SupervisedTrainer(Protocol):
-    def step(self, objective: Any, batch: Batch, step: int) -> dict[str, float]: ...  # loss, grad_norm, lr, ...
+    def step(self, objective: SupervisedObjective, batch: Batch, step: int) -> dict[str, float]: ...  # loss, grad_norm, lr
     def evaluate(self, objective: SupervisedObjective) -> dict[str, float]: ...
     def finish(self) -> None: ...  # after the last step (the local model goes to eval mode)
     def export_model(self) -> Any: ...  # the trained model (gathered on rank 0 when sharded)

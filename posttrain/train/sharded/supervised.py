@@ -2,12 +2,12 @@
 the one-process trainer).
 
     trainer = ShardedSupervisedTrainer.start(model, cfg.trainer, cfg.sft.optim, cfg.sft.steps, pad_id)
-    row = trainer.step(objective, batch, step)    # objective.handler on every rank, at the schedule's lr
+    row = trainer.step(objective, batch, step)    # steps.supervised_step on every rank, at the schedule's lr
     trainer = supervised_trainer(model, cfg.trainer, cfg.sft.optim, cfg.sft.steps, pad_id)  # this, or local
 
 Rank 0 holds no optimizer, only the LR schedule (optim.LRSchedule, the same numbers as the
-one-process LambdaLR); it ships the batch (`objective.payload(batch)`), the lr and
-`trainer.grad_accum` to the ranks, each of which trains its dp slice (steps.py). So a run at
+one-process LambdaLR); it ships the batch, the objective without its data (`for_ranks()`), the lr
+and `trainer.grad_accum` to the ranks, each of which trains its dp slice (steps.supervised_step). So a run at
 world size N draws the same batches, in the same order, at the same learning rates as one
 process; steps.py makes the gradients the same.
 """
@@ -20,8 +20,7 @@ from typing import Any
 from posttrain.config import OptimConfig, TrainerConfig
 from posttrain.train.optim import LRSchedule
 from posttrain.train.sharded.session import ShardedSession, active
-from posttrain.train.supervised import (Batch, LocalSupervisedTrainer, ShardableObjective, SupervisedObjective,
-                                        SupervisedTrainer)
+from posttrain.train.supervised import Batch, LocalSupervisedTrainer, SupervisedObjective, SupervisedTrainer
 
 
 def supervised_trainer(model: Any, tcfg: TrainerConfig, optim: OptimConfig, steps: int,
@@ -43,10 +42,11 @@ class ShardedSupervisedTrainer:
         """The full model is handed to the shards; callers drop their reference to it."""
         return cls(ShardedSession.start(model, tcfg, optim, pad_id), optim, steps, tcfg)
 
-    def step(self, objective: ShardableObjective, batch: Batch, step: int) -> dict[str, float]:
+    def step(self, objective: SupervisedObjective, batch: Batch, step: int) -> dict[str, float]:
         from posttrain.train.update import NonFiniteLoss
 
-        row = self.sh.step(objective.handler, {**objective.payload(batch), "lr": self.sched.lr(), "accum": self.accum})
+        row = self.sh.step("supervised_step", {"objective": objective.for_ranks(), "items": batch.items,
+                                               "logged": batch.logged, "lr": self.sched.lr(), "accum": self.accum})
         if not math.isfinite(row["loss"]):
             raise NonFiniteLoss(f"non-finite {objective.what} loss at step {step}")
         self.sched.step()

@@ -118,7 +118,7 @@ def test_the_sharded_trainer_ships_the_batches_and_learning_rates_the_local_one_
     ranks = RecordingRanks()
     sharded = train_supervised(EncodedSFT(sft_items(), cfg, tok.pad_token_id),
                                ShardedSupervisedTrainer(ranks, cfg.optim, cfg.steps, tcfg), cfg.steps, seed=5)
-    assert [p["items"] for _, p in ranks.sent] == local_batches and {n for n, _ in ranks.sent} == {"sft_step"}
+    assert [p["items"] for _, p in ranks.sent] == local_batches and {n for n, _ in ranks.sent} == {"supervised_step"}
     assert [r["lr"] for r in sharded] == pytest.approx([r["lr"] for r in local], rel=1e-12)
     assert [p["lr"] for _, p in ranks.sent[1:]] == pytest.approx([r["lr"] for r in local[:-1]], rel=1e-12)
 
