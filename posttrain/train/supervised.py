@@ -81,6 +81,7 @@ class LocalSupervisedTrainer:
     def __init__(self, model: Any, optim: OptimConfig, steps: int, tcfg: TrainerConfig | None = None) -> None:
         from posttrain.train.lora import trainable_parameters
 
+        # tcfg None: fp32, no accumulation (the demonstration warm-ups and vision SFT always ran so)
         self.model, self.tcfg = model, tcfg or TrainerConfig(precision="fp32")
         self.params = trainable_parameters(model)
         self.opt = build_optimizer(self.params, optim)
