@@ -1,7 +1,7 @@
 """Rank 0 drives; every other rank follows. One command = one collective call of a handler.
 
-    rank 0:   g = Driver(timeout_s); g.call("sft_step", batch)   # broadcasts, then runs it too
-    rank r>0: follow()                                           # runs each handler rank 0 calls
+    rank 0:   g = Driver(timeout_s); g.call("supervised_step", batch)   # broadcasts, then runs it too
+    rank r>0: follow()                                                 # runs each handler rank 0 calls
 
 Rank 0 runs the scheduler, rollout, verification, eval and writes the run directory; the
 others only train. A command's name goes through the job's TCP store (a follower can wait

@@ -11,7 +11,6 @@ At `WORLD_SIZE` > 1 this process is rank 0 and trains on FSDP2/TP shards (looked
 
 from __future__ import annotations
 
-import os
 import random
 from typing import Any
 
@@ -75,10 +74,14 @@ class DPO:
         from posttrain.models import save_policy
         from posttrain.models.vlm import save_vlm
         from posttrain.store.metrics import run_metrics
-        from posttrain.train.dpo import train_dpo
+        from posttrain.train.dpo import PairObjective
         from posttrain.train.lora import export_model
+        from posttrain.train.sharded.supervised import supervised_trainer
+        from posttrain.train.supervised import train_supervised
 
         cfg, x, pad = ctx.cfg, ctx.extra, ctx.tok.pad_token_id
+        # rank 0 of N (WORLD_SIZE > 1): the same pairs on FSDP2/TP shards; else this process
+        trainer = supervised_trainer(ctx.model, cfg.trainer, cfg.dpo.optim, cfg.dpo.steps, pad)
         metrics = run_metrics(cfg, ctx.run_dir, "dpo")  # metrics.jsonl + log.trackers (tensorboard by default)
 
         def on_step(step: int, row: dict) -> None:
@@ -87,13 +90,11 @@ class DPO:
 
         evals = (x["held"], x["ref_eval"]) if x["held"] else None
         try:
-            if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # rank 0 of N: the same pairs on FSDP2/TP shards
-                from posttrain.train.sharded.loops import run_sharded_dpo
-
-                hist, ctx.model = run_sharded_dpo(cfg, ctx.model, pad, x["train"], on_step, x["ref"])
-            else:
-                hist = train_dpo(ctx.model, x["train"], x["ref"], cfg.dpo, cfg.trainer, pad, cfg.seed, evals, on_step)
+            hist = train_supervised(PairObjective(x["train"], x["ref"], cfg.dpo, pad, evals), trainer, cfg.dpo.steps,
+                                    cfg.seed, cfg.dpo.eval_every if evals else 0, on_step)
+            ctx.model = trainer.export_model()
         finally:
+            trainer.close()
             metrics.close()
         x["history"] = hist
         x["out"] = (save_vlm if x["vision"] else save_policy)(export_model(ctx.model), ctx.tok, ctx.run_dir / "model")

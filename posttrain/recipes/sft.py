@@ -11,7 +11,6 @@ shards (train/sharded/, looked up by name).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from posttrain.config import RunConfig
@@ -57,9 +56,13 @@ class SFT:
         from posttrain.models import save_policy
         from posttrain.store.metrics import run_metrics
         from posttrain.train.lora import export_model
-        from posttrain.train.sft import train_encoded
+        from posttrain.train.sft import EncodedSFT
+        from posttrain.train.sharded.supervised import supervised_trainer
+        from posttrain.train.supervised import train_supervised
 
-        cfg, pad = ctx.cfg, ctx.tok.pad_token_id
+        cfg, pad, evals = ctx.cfg, ctx.tok.pad_token_id, ctx.extra["evals"]
+        # rank 0 of N (WORLD_SIZE > 1): the same batches on FSDP2/TP shards; else this process
+        trainer = supervised_trainer(ctx.model, cfg.trainer, cfg.sft.optim, cfg.sft.steps, pad)
         metrics = run_metrics(cfg, ctx.run_dir, "sft")  # metrics.jsonl + log.trackers (tensorboard by default)
 
         def on_step(step: int, row: dict) -> None:
@@ -67,14 +70,11 @@ class SFT:
             ctx.report("sft", {"step": step + 1, "total": cfg.sft.steps, **row})
 
         try:
-            if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # rank 0 of N: the same batches on FSDP2/TP shards
-                from posttrain.train.sharded.loops import run_sharded_sft
-
-                hist, ctx.model = run_sharded_sft(cfg, ctx.model, pad, ctx.extra["train"], on_step)
-            else:
-                hist = train_encoded(ctx.model, pad, ctx.extra["train"], cfg.sft, cfg.trainer, cfg.seed,
-                                     ctx.extra["evals"], on_step)
+            hist = train_supervised(EncodedSFT(ctx.extra["train"], cfg.sft, pad, evals), trainer, cfg.sft.steps,
+                                    cfg.seed, cfg.sft.eval_every if evals else 0, on_step)
+            ctx.model = trainer.export_model()
         finally:
+            trainer.close()
             metrics.close()
         ctx.extra["history"] = hist
         ctx.extra["out"] = save_policy(export_model(ctx.model), ctx.tok, ctx.run_dir / "model")

@@ -8,6 +8,8 @@ A pair is (prompt ids, chosen ids, rejected ids), each completion ending with EO
 reference model is the policy as it was before training; its summed completion logprobs
 are computed once and stored, so no second model is held in memory during training. The
 loss (`dpo.loss`: sigmoid or ipo) comes from the `dpo_loss` registry in losses.py.
+`PairObjective` is DPO's data kind in the one supervised loop (train/supervised.py);
+`train_dpo` is that loop with the one-process trainer.
 
 Pairs come from a JSONL file (`{"prompt" | "messages", "chosen", "rejected"}`, strings or
 TRL-style message lists) or from an RL run: for each task, the highest-reward against the
@@ -29,7 +31,6 @@ text-only: a run keeps task versions, not pixels, so an image run is refused by 
 
 from __future__ import annotations
 
-import math
 import random
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -178,45 +179,42 @@ def evaluate_pairs(model: Any, pairs: Sequence[Pair], ref: torch.Tensor, cfg: An
 def train_dpo(model: Any, pairs: Sequence[Pair], ref: torch.Tensor, cfg: Any, tcfg: Any, pad_id: int, seed: int = 0,
               evals: tuple[Sequence[Pair], torch.Tensor] | None = None,
               on_step: Callable[[int, dict], None] | None = None) -> list[dict]:
-    from posttrain.train.lora import autocast, trainable_parameters
-    from posttrain.train.optim import build_optimizer, build_schedule
-    from posttrain.train.update import NonFiniteLoss
+    """DPO in this process, through the one supervised loop (train/supervised.py)."""
+    from posttrain.train.supervised import LocalSupervisedTrainer, train_supervised
 
-    rng = random.Random(seed)
-    params = trainable_parameters(model)
-    opt = build_optimizer(params, cfg.optim)
-    sched = build_schedule(opt, cfg.optim, cfg.steps)
-    accum = max(1, tcfg.grad_accum)
-    model.train()
-    history = []
-    for step in range(cfg.steps):
-        idx = [rng.randrange(len(pairs)) for _ in range(min(cfg.batch_size, len(pairs)))]
-        opt.zero_grad(set_to_none=True)
-        row = {"loss": 0.0, "accuracy": 0.0, "margin": 0.0}
-        for k in range(accum):
-            sub = idx[k::accum]
-            if not sub:
-                continue
-            with autocast(tcfg):
-                losses, st = pair_loss(model, [pairs[i] for i in sub], ref[sub], cfg, pad_id)
-            loss = losses.sum() / len(idx)  # the mean over the whole batch, split across micro-batches
-            if not math.isfinite(float(loss.detach())):
-                raise NonFiniteLoss(f"non-finite DPO loss at step {step}, micro-batch {k} "
-                                    f"(pairs {[pairs[i].source for i in sub[:3]]})")
-            loss.backward()
-            row["loss"] += float(loss.detach())
-            for key in ("accuracy", "margin"):
-                row[key] += st[key] * len(sub) / len(idx)
-        row["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, 1.0))
-        opt.step()
-        sched.step()
-        if evals is not None and cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
-            row.update(evaluate_pairs(model, evals[0], evals[1], cfg, pad_id))
-        history.append(row)
-        if on_step is not None:
-            on_step(step, row)
-    model.eval()
-    return history
+    return train_supervised(PairObjective(pairs, ref, cfg, pad_id, evals),
+                            LocalSupervisedTrainer(model, cfg.optim, cfg.steps, tcfg), cfg.steps, seed,
+                            cfg.eval_every if evals is not None else 0, on_step)
+
+
+class PairObjective:
+    """The `SupervisedObjective` of DPO, text or image pairs: a batch is `dpo.batch_size` pairs drawn
+    with their reference logprobs; the loss is the `dpo.loss` mean over the batch, with accuracy and margin."""
+    what = "DPO"
+
+    def __init__(self, pairs: Sequence[Pair], ref: torch.Tensor, cfg: Any, pad_id: int,
+                 evals: tuple[Sequence[Pair], torch.Tensor] | None = None) -> None:
+        self.pairs, self.ref, self.cfg, self.pad_id, self.evals = list(pairs), ref, cfg, pad_id, evals  # ref: [N, 2]
+
+    def draw(self, rng: random.Random) -> Any:
+        from posttrain.train.supervised import Batch
+
+        idx = [rng.randrange(len(self.pairs)) for _ in range(min(self.cfg.batch_size, len(self.pairs)))]
+        return Batch(list(zip([self.pairs[i] for i in idx], self.ref[idx].unbind(0))))  # (pair, ref [2])
+
+    def loss(self, model: Any, items: Sequence[tuple[Pair, torch.Tensor]], batch: Any) -> tuple[torch.Tensor, dict]:
+        losses, st = pair_loss(model, [p for p, _ in items], torch.stack([r for _, r in items]), self.cfg, self.pad_id)
+        n = len(batch.items)  # the mean over the whole batch, split across micro-batches
+        return losses.sum() / n, {k: st[k] * len(items) / n for k in ("accuracy", "margin")}
+
+    def describe(self, items: Sequence[tuple[Pair, torch.Tensor]]) -> str:
+        return f" (pairs {[p.source for p, _ in items[:3]]})"
+
+    def evaluate(self, model: Any) -> dict[str, float]:
+        return {} if self.evals is None else evaluate_pairs(model, self.evals[0], self.evals[1], self.cfg, self.pad_id)
+
+    def for_ranks(self) -> "PairObjective":
+        return PairObjective([], self.ref[:0], self.cfg, self.pad_id)
 
 
 def load_pairs(cfg: Any, tok: Any) -> list[Pair]:

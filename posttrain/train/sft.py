@@ -5,11 +5,15 @@
 
 Each example is formatted with the tokenizer's chat template; the target is the answer
 followed by EOS. Batches are drawn with a seeded generator, so a run is reproducible.
+
+The SFT data kinds of the one supervised loop (train/supervised.py): `DemoSFT` (demonstrations,
+single- or multi-turn, with or without images) and `EncodedSFT` (the `posttrain sft` recipe's
+chat JSONL items, packed). `sft_train`, `train_sequences`, `train_encoded` and `SupervisedLoop`
+are that loop with one of them and the one-process trainer.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Any, Callable, Sequence
 
@@ -18,7 +22,7 @@ import torch
 from posttrain.config import OptimConfig, SFTConfig
 from posttrain.rollout.prompting import encode_completion, encode_prompt
 from posttrain.train.batching import pack_sequences, token_logprobs
-from posttrain.train.optim import build_optimizer, build_schedule
+from posttrain.train.supervised import Batch, LocalSupervisedTrainer, SupervisedRun, train_supervised
 from posttrain.types import Message
 
 Example = tuple[Sequence[Message], str]
@@ -42,45 +46,66 @@ def sft_train(model: Any, tokenizer: Any, examples: Sequence[Example], cfg: SFTC
 
 def train_sequences(model: Any, pad_id: int, seqs: Sequence[Any], steps: int, optim: OptimConfig, batch_size: int,
                     seed: int = 0, on_step: Callable[[int, float], None] | None = None) -> list[float]:
-    """The supervised loop shared by single-turn and multi-turn demonstrations.
+    """Single-turn and multi-turn demonstrations through the one loop (train/supervised.py).
 
     `seqs[i]` is a `pack_sequences` row: (prompt_ids, [(segment_ids, logprobs, trainable), ...]);
     the loss is the mean NLL over trainable segments. Batches are drawn with a seeded RNG.
     """
-    loop = SupervisedLoop(model, pad_id, seqs, steps, optim, batch_size, seed)
-    for step in range(steps):
-        loss = loop.step()
-        if on_step is not None:
-            on_step(step, loss)
-    model.eval()
-    return loop.losses
+    hist = train_supervised(DemoSFT([(s, ()) for s in seqs], batch_size, pad_id), LocalSupervisedTrainer(
+        model, optim, steps), steps, seed, on_step=None if on_step is None else lambda k, row: on_step(k, row["loss"]))
+    return [row["loss"] for row in hist]
+
+
+class DemoSFT:
+    """The `SupervisedObjective` of demonstrations: items are (`pack_sequences` row, image inputs);
+    the loss is the mean NLL over trainable tokens, image placeholder tokens (`image_id`) masked out.
+    The image reaches the loss only through the answer tokens that attend to it."""
+    what = "SFT"
+
+    def __init__(self, items: Sequence[tuple[Any, tuple]], batch_size: int, pad_id: int,
+                 image_id: int | None = None) -> None:
+        self.items, self.batch_size, self.pad_id, self.image_id = list(items), batch_size, pad_id, image_id
+
+    def draw(self, rng: random.Random) -> Batch:
+        return Batch([self.items[rng.randrange(len(self.items))] for _ in range(self.batch_size)])
+
+    def loss(self, model: Any, items: Sequence[Any], batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        tb = pack_sequences([row for row, _ in items], self.pad_id)
+        if self.image_id is not None:
+            tb.loss_mask[tb.input_ids[:, 1:] == self.image_id] = 0.0
+        inputs = {}
+        if any(images for _, images in items):
+            from posttrain.rollout.vision import concat_inputs
+
+            inputs = concat_inputs([d for _, images in items for d in images])
+        logp, _ = token_logprobs(model, tb.input_ids, tb.attention_mask, **inputs)  # [B, L-1]
+        return -(logp * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1), {}
+
+    def describe(self, items: Sequence[Any]) -> str:
+        return ""
+
+    def evaluate(self, model: Any) -> dict[str, float]:
+        return {}
+
+    def for_ranks(self) -> "DemoSFT":
+        return DemoSFT([], self.batch_size, self.pad_id, self.image_id)
 
 
 class SupervisedLoop:
-    """One optimizer step per `step()`, so a caller can stop early (the quickstart checks
-    validation pass@1 between steps). Optimizer and LR schedule from `optim` (train/optim.py)."""
+    """One optimizer step per `step()` (returns its loss), so a caller can stop early (the quickstart
+    checks validation pass@1 between steps): a `SupervisedRun` over demonstrations."""
 
     def __init__(self, model: Any, pad_id: int, seqs: Sequence[Any], steps: int, optim: OptimConfig, batch_size: int,
                  seed: int = 0) -> None:
-        self.model, self.pad_id, self.seqs, self.batch_size = model, pad_id, seqs, batch_size
-        self.rng = random.Random(seed)
-        self.opt = build_optimizer(model.parameters(), optim)
-        self.sched = build_schedule(self.opt, optim, steps)
-        self.losses: list[float] = []
+        self.run = SupervisedRun(DemoSFT([(s, ()) for s in seqs], batch_size, pad_id),
+                                 LocalSupervisedTrainer(model, optim, steps), steps, seed)
 
     def step(self) -> float:
-        self.model.train()
-        tb = pack_sequences([self.seqs[self.rng.randrange(len(self.seqs))] for _ in range(self.batch_size)],
-                            self.pad_id)
-        logp, _ = token_logprobs(self.model, tb.input_ids, tb.attention_mask)  # [B, L-1]
-        loss = -(logp * tb.loss_mask).sum() / tb.loss_mask.sum()
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.opt.step()
-        self.sched.step()
-        self.losses.append(loss.item())
-        return self.losses[-1]
+        return self.run.step()["loss"]
+
+    @property
+    def losses(self) -> list[float]:
+        return [row["loss"] for row in self.run.history]
 
 
 # ---- the `posttrain sft CONFIG` recipe: JSONL chat data, packing, eval loss, run directory ----
@@ -113,42 +138,41 @@ def eval_loss(model: Any, items: Sequence[Encoded], pad_id: int, pack: bool, max
 
 def train_encoded(model: Any, pad_id: int, train: Sequence[Encoded], cfg: SFTConfig, tcfg: Any, seed: int = 0,
                   evals: Sequence[Encoded] = (), on_step: Callable[[int, dict], None] | None = None) -> list[dict]:
-    """SFT on pre-encoded (ids, mask) items with packing, grad accumulation and periodic eval."""
-    from posttrain.train.lora import autocast, trainable_parameters
-    from posttrain.train.update import NonFiniteLoss
+    """SFT on pre-encoded (ids, mask) items with packing, grad accumulation and periodic eval, in this process."""
+    trainer = LocalSupervisedTrainer(model, cfg.optim, cfg.steps, tcfg)
+    return train_supervised(EncodedSFT(train, cfg, pad_id, evals), trainer, cfg.steps, seed,
+                            cfg.eval_every if evals else 0, on_step)
 
-    rng = random.Random(seed)
-    params = trainable_parameters(model)
-    opt = build_optimizer(params, cfg.optim)
-    sched = build_schedule(opt, cfg.optim, cfg.steps)
-    accum = max(1, tcfg.grad_accum)
-    model.train()
-    history = []
-    for step in range(cfg.steps):
-        batch = [train[rng.randrange(len(train))] for _ in range(cfg.batch_size)]
-        micro = [batch[i::accum] for i in range(accum) if batch[i::accum]]
-        n_tok = sum(sum(m[1:]) for _, m in (_trunc(e, cfg.max_len) for e in batch))  # denominator of the full batch
-        opt.zero_grad(set_to_none=True)
-        total = 0.0
-        for k, mb in enumerate(micro):
-            with autocast(tcfg):
-                s, _ = batch_loss(model, mb, pad_id, cfg.pack, cfg.max_len)
-            loss = s / max(n_tok, 1)
-            if not math.isfinite(float(loss.detach())):
-                raise NonFiniteLoss(f"non-finite SFT loss at step {step}, micro-batch {k}")
-            loss.backward()
-            total += float(loss.detach())
-        gnorm = torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        sched.step()
-        row = {"loss": total, "grad_norm": float(gnorm), "lr": sched.get_last_lr()[0], "tokens": n_tok}
-        if evals and cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
-            row["eval/loss"] = eval_loss(model, evals, pad_id, cfg.pack, cfg.max_len)
-        history.append(row)
-        if on_step is not None:
-            on_step(step, row)
-    model.eval()
-    return history
+
+class EncodedSFT:
+    """The `SupervisedObjective` of the sft recipe: (ids, mask) items, packed or padded to `sft.max_len`;
+    the loss is the NLL summed over learned tokens over the batch's learned tokens (`tokens`, logged),
+    so grad accumulation and dp slices sum to the one-batch loss."""
+    what = "SFT"
+
+    def __init__(self, items: Sequence[Encoded], cfg: SFTConfig, pad_id: int, evals: Sequence[Encoded] = ()) -> None:
+        self.items, self.cfg, self.pad_id, self.evals = list(items), cfg, pad_id, list(evals)
+
+    def draw(self, rng: random.Random) -> Batch:
+        items = [self.items[rng.randrange(len(self.items))] for _ in range(self.cfg.batch_size)]
+        # the denominator of the full batch, whatever its micro-batches and dp slices
+        n_tok = sum(sum(m[1:]) for _, m in (_trunc(e, self.cfg.max_len) for e in items))
+        return Batch(items, {"tokens": n_tok})
+
+    def loss(self, model: Any, items: Sequence[Any], batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        s, _ = batch_loss(model, items, self.pad_id, self.cfg.pack, self.cfg.max_len)
+        return s / max(batch.logged["tokens"], 1), {}
+
+    def describe(self, items: Sequence[Any]) -> str:
+        return ""
+
+    def evaluate(self, model: Any) -> dict[str, float]:
+        if not self.evals:
+            return {}
+        return {"eval/loss": eval_loss(model, self.evals, self.pad_id, self.cfg.pack, self.cfg.max_len)}
+
+    def for_ranks(self) -> "EncodedSFT":
+        return EncodedSFT([], self.cfg, self.pad_id)
 
 
 def _trunc(e: Encoded, max_len: int) -> Encoded:

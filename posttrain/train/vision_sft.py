@@ -12,16 +12,13 @@ counted, never fatal.
 
 from __future__ import annotations
 
-import random
 from typing import Any, Callable, Sequence
-
-import torch
 
 from posttrain.config import SFTConfig
 from posttrain.rollout.prompting import encode_completion
-from posttrain.rollout.vision import concat_inputs, encode_task_prompt
-from posttrain.train.batching import pack_sequences, token_logprobs
-from posttrain.train.optim import build_optimizer, build_schedule
+from posttrain.rollout.vision import encode_task_prompt
+from posttrain.train.sft import DemoSFT
+from posttrain.train.supervised import LocalSupervisedTrainer, train_supervised
 from posttrain.types import Task
 
 Item = tuple[tuple[int, ...], tuple[int, ...], tuple[dict, ...]]  # prompt ids, answer ids, image inputs
@@ -41,39 +38,17 @@ def encode_tasks(tok: Any, tasks: Sequence[Task]) -> tuple[list[Item], list[str]
     return items, errors
 
 
-def sft_batch_loss(model: Any, items: Sequence[Item], pad_id: int, image_id: int | None) -> torch.Tensor:
-    """Mean NLL over the answer tokens of `items` (image tokens masked out)."""
-    tb = pack_sequences([(p, [(c, (), True)]) for p, c, _ in items], pad_id)
-    if image_id is not None:
-        tb.loss_mask[tb.input_ids[:, 1:] == image_id] = 0.0
-    inputs = concat_inputs([d for _, _, imgs in items for d in imgs]) if any(i[2] for i in items) else {}
-    logp, _ = token_logprobs(model, tb.input_ids, tb.attention_mask, **inputs)  # [B, L-1]
-    return -(logp * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
-
-
 def vision_sft_train(model: Any, tok: Any, tasks: Sequence[Task], cfg: SFTConfig, seed: int = 0,
                      on_step: Callable[[int, float], None] | None = None) -> tuple[list[float], list[str]]:
-    """Train in place on oracle answers; returns (loss per step, prompt errors skipped)."""
+    """Train in place on oracle answers through the one supervised loop (train/supervised.py, objective
+    sft.DemoSFT with the images); returns (loss per step, prompt errors skipped)."""
     items, errors = encode_tasks(tok, tasks)
     if not items:
         raise ValueError(f"no usable SFT examples among {len(tasks)} tasks ({len(errors)} prompt errors)")
-    processor = getattr(tok, "processor", None)
-    image_id = getattr(processor, "image_token_id", None)
-    rng = random.Random(seed)
-    opt = build_optimizer(model.parameters(), cfg.optim)
-    sched = build_schedule(opt, cfg.optim, cfg.steps)
-    model.train()
-    losses = []
-    for step in range(cfg.steps):
-        loss = sft_batch_loss(model, [items[rng.randrange(len(items))] for _ in range(cfg.batch_size)],
-                              tok.pad_token_id, image_id)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(float(loss.detach()))
-        if on_step is not None:
-            on_step(step, losses[-1])
-    model.eval()
-    return losses, errors
+    from posttrain.models.vlm import processor_of
+
+    objective = DemoSFT([((p, [(c, (), True)]), images) for p, c, images in items], cfg.batch_size, tok.pad_token_id,
+                        getattr(processor_of(tok), "image_token_id", None))
+    hist = train_supervised(objective, LocalSupervisedTrainer(model, cfg.optim, cfg.steps), cfg.steps, seed,
+                            on_step=None if on_step is None else lambda k, row: on_step(k, row["loss"]))
+    return [row["loss"] for row in hist], errors

@@ -4,8 +4,9 @@ what rank 0 drives. docs/scaling.md ("Sharded training") has the model of its me
 communication.
 
     session.py     rank 0's handle (`ShardedSession`): builds the sharded model on every rank
-    steps.py       the per-rank SFT / DPO / RL steps, each weighted so dp ranks sum to the global loss
-    loops.py       rank 0's SFT and DPO loops (same batches, same order as the one-process loops)
+    steps.py       the per-rank supervised and RL steps, each weighted so dp ranks sum to the global loss
+    supervised.py  the supervised `SupervisedTrainer` over the ranks (the one loop is train/supervised.py)
+    loops.py       SFT and DPO on a session the caller started (that loop with that trainer)
     trainer.py     the RL `Trainer` over the ranks: start, update at rank 0's lr, weight sync, checkpoints
     sync.py        full weights to an engine in bounded buckets, verified on arrival
 

@@ -2,7 +2,7 @@
 touching a model and an optimiser directly.
 
     sh = ShardedSession.start(model, cfg.trainer, cfg.sft.optim, pad_id=tok.pad_token_id)
-    row = sh.step("sft_step", {...})          # every rank trains its dp slice; rank 0 gets the row
+    row = sh.step("supervised_step", {...})   # every rank trains its dp slice; rank 0 gets the row
     plain = sh.export_model()                 # a plain HF model on rank 0 (for save_pretrained)
     sh.close()
 

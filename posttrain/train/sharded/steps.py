@@ -1,4 +1,5 @@
-"""The per-rank halves of a training step, registered as group handlers (group.py).
+"""The per-rank halves of a training step, registered as group handlers (group.py): the one
+supervised loop's step (`supervised_step`, for every SupervisedObjective) and the RL update.
 
 Every rank trains on its dp slice `items[dp_rank::dp]` of rank 0's global batch and scales
 its loss so that FSDP's gradient average over dp equals the gradient of the global loss:
@@ -85,45 +86,28 @@ def _finish(ctx: RankContext, max_norm: float) -> float:
     return norm
 
 
-@handler("sft_step")
+@handler("supervised_step")
 @metered
-def sft_step(ctx: RankContext, p: dict) -> dict:
-    """p: items [(ids, mask)], n_tok (learned tokens of the global batch), lr, accum, pack, max_len."""
-    from posttrain.train.sft import batch_loss
+def supervised_step(ctx: RankContext, p: dict) -> dict:
+    """p: objective (a SupervisedObjective without its data, train/supervised.py), items (rank 0's
+    global batch), logged, lr, accum. The one-process trainer's step on this rank's dp slice: each
+    micro-batch's share of the global loss, times dp (FSDP averages over dp), then summed over dp."""
+    from posttrain.train.supervised import Batch
 
     dp = _begin(ctx, p["lr"])
-    mine, w = dp_slice(ctx, p["items"])
-    total = 0.0
-    for mb in [mine[i::p["accum"]] for i in range(p["accum"]) if mine[i::p["accum"]]]:
-        s, _ = batch_loss(ctx.model, mb, ctx.extra["pad_id"], p["pack"], p["max_len"])
-        loss = s / max(p["n_tok"], 1) * dp * w
-        loss.backward()
-        total += float(s.detach()) * w
-    norm = _finish(ctx, 1.0)
-    return {"loss": dp_sum(ctx, [total])[0] / max(p["n_tok"], 1), "grad_norm": norm}
-
-
-@handler("dpo_step")
-@metered
-def dpo_step(ctx: RankContext, p: dict) -> dict:
-    """p: pairs, ref [N, 2] (aligned with pairs), cfg (DPOConfig), lr, accum."""
-    from posttrain.train.dpo import pair_loss
-
-    dp = _begin(ctx, p["lr"])
-    n = len(p["pairs"])
-    idx, w = dp_slice(ctx, list(range(n)))
-    sums = [0.0, 0.0, 0.0]  # loss, accuracy * k, margin * k
-    for k in range(p["accum"]):
-        sub = idx[k::p["accum"]]
-        if not sub:
+    objective, batch, accum = p["objective"], Batch(p["items"], p["logged"]), p["accum"]
+    mine, w = dp_slice(ctx, batch.items)
+    sums: dict[str, float] = {"loss": 0.0}  # the same keys in the same order on every rank
+    for k in range(accum):
+        items = mine[k::accum]
+        if not items:
             continue
-        losses, st = pair_loss(ctx.model, [p["pairs"][i] for i in sub], p["ref"][sub], p["cfg"], ctx.extra["pad_id"])
-        (losses.sum() / n * dp * w).backward()
-        sums = [sums[0] + float(losses.detach().sum()) / n * w, sums[1] + st["accuracy"] * len(sub) * w,
-                sums[2] + st["margin"] * len(sub) * w]
+        loss, stats = objective.loss(ctx.model, items, batch)
+        (loss * dp * w).backward()
+        for key, v in {"loss": float(loss.detach()), **stats}.items():
+            sums[key] = sums.get(key, 0.0) + v * w
     norm = _finish(ctx, 1.0)
-    loss, acc, margin = dp_sum(ctx, sums)
-    return {"loss": loss, "accuracy": acc / n, "margin": margin / n, "grad_norm": norm}
+    return {**dict(zip(sums, dp_sum(ctx, list(sums.values())))), "grad_norm": norm}
 
 
 @handler("rl_update")
