@@ -44,13 +44,18 @@ def fetch(dest: Path | None = None) -> Path:
             why = (got.stderr or got.stdout).strip().splitlines()[-1:] or ["no .deb"]
             raise RDocsUnavailable(f"apt-get download {PACKAGE} failed: {why[0]}")
         subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(Path(tmp) / "x")], check=True, timeout=300)
-        found = list((Path(tmp) / "x").rglob("manual/R-intro.pdf"))
+        # The package holds manual/R-intro.pdf twice: the file (usr/share/R/doc/manual) and a symlink to it
+        # (usr/share/doc/r-doc-pdf/manual); rglob's order is the file system's, so take the real one.
+        found = [p for p in (Path(tmp) / "x").rglob("manual/R-intro.pdf") if not p.is_symlink()]
         if not found:
             raise RDocsUnavailable(f"{debs[0].name} holds no manual/R-intro.pdf")
         dest.mkdir(parents=True, exist_ok=True)
         for pdf in found[0].parent.glob("*.pdf"):
             if not pdf.is_symlink():
                 shutil.copyfile(pdf, dest / pdf.name)
+    missing = [m for m in MANUALS if not (dest / f"{m}.pdf").is_file()]
+    if missing:
+        raise RDocsUnavailable(f"{PACKAGE} unpacked, but {dest} lacks {', '.join(missing)}")
     return dest
 
 
