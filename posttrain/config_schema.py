@@ -6,7 +6,7 @@ section, so `from posttrain.config import RLConfig` keeps working; the loader li
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from typing_extensions import Annotated
@@ -14,6 +14,41 @@ from typing_extensions import Annotated
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Registered:
+    """Schema metadata on a field: its value (a name, a list of names, or a Component's `name`) is
+    an entry of registry `kind`, and a Component's `args` are keywords that entry takes (`reserved`:
+    ones the caller passes itself). config.py checks both at load time (check_registered)."""
+
+    __slots__ = ("kind", "reserved", "check_args")
+
+    def __init__(self, kind: str, reserved: tuple[str, ...] = (), check_args: bool = True) -> None:
+        self.kind, self.reserved, self.check_args = kind, reserved, check_args
+
+
+class Component(Section):
+    """A named component, one shape everywhere: `{name: <registry name>, args: {...}}`. A bare string
+    is shorthand: `rl.loss: dapo` is `rl.loss: {name: dapo, args: {}}`."""
+
+    name: str
+    args: dict[str, Any] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data
+
+
+ENGINE_RESERVED = ("model", "tokenizer")  # what make_engine passes an engine itself: engine.args may not set them
+
+
+def named(kind: str, default: str, reserved: tuple[str, ...] = ()) -> tuple[Any, ...]:
+    """Annotated metadata of a plain Component field of registry `kind`: default `{name: default}`;
+    a mapping without `name` (`rl.loss: {args: {...}}`) keeps the default name."""
+    def fill(v: Any) -> Any:
+        return {"name": default, **v} if isinstance(v, dict) and "name" not in v else v
+    return Field(default_factory=lambda: Component(name=default)), BeforeValidator(fill), Registered(kind, reserved)
 
 
 class OptimConfig(Section):
@@ -72,6 +107,68 @@ def move_legacy_optim_keys(phase: str, data: Any) -> Any:
     return data
 
 
+def registered_fields(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, Registered, Any]]:
+    """(dotted key, its Registered metadata, its value) for every field of `model`, and of the sections
+    under it (in mappings and lists too), whose value names a registry entry."""
+    for fname, info in type(model).model_fields.items():
+        value, key = getattr(model, fname), f"{prefix}{fname}"
+        reg = next((m for m in info.metadata if isinstance(m, Registered)), None)
+        if reg is not None:
+            yield key, reg, value
+        subs = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else None
+        if isinstance(value, BaseModel):
+            yield from registered_fields(value, f"{key}.")
+        for k, sub in subs or ():
+            if isinstance(sub, BaseModel):
+                yield from registered_fields(sub, f"{key}.{k}.")
+
+
+def component_paths(model: type[BaseModel] | None = None, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The paths of every Component field in the schema (("rl", "loss"), ("engine",), ...), found from
+    the field types: where config.py merges layers, a layer naming another component replaces it whole."""
+    import typing
+
+    out: list[tuple[str, ...]] = []
+    for fname, info in (model or RunConfig).model_fields.items():
+        ann = info.annotation
+        if isinstance(ann, type) and issubclass(ann, Component):
+            out.append((*prefix, fname))
+        elif isinstance(ann, type) and issubclass(ann, Section) and not typing.get_args(ann):
+            out.extend(component_paths(ann, (*prefix, fname)))
+    return out
+
+
+# The keys of a named component before `{name, args}` was its one shape: section -> {old key: (new key, its
+# sub-key or None)}. `rl.loss_args` -> `rl.loss.args`, `schedule.policy` -> `schedule.name`.
+LEGACY_COMPONENT_KEYS: dict[str, dict[str, tuple[str, str | None]]] = {
+    "rl": {"loss_args": ("loss", "args")},
+    "schedule": {"policy": ("name", None)},
+}
+
+
+def move_legacy_component_keys(section: str, data: Any) -> Any:
+    """One section's raw mapping with LEGACY_COMPONENT_KEYS moved to their `{name, args}` place; a key
+    given both ways with different values is an error naming both."""
+    if not isinstance(data, dict) or not any(k in data for k in LEGACY_COMPONENT_KEYS[section]):
+        return data
+    data = dict(data)
+    for old, (new, sub) in LEGACY_COMPONENT_KEYS[section].items():
+        if old not in data:
+            continue
+        value = data.pop(old)
+        if sub is None:
+            current, new_key = data.get(new, value), f"{section}.{new}"
+            data[new] = value
+        else:
+            comp = data.get(new)
+            comp = {"name": comp} if isinstance(comp, str) else dict(comp or {})
+            current, new_key = comp.get(sub, value), f"{section}.{new}.{sub}"
+            data[new] = {**comp, sub: value}
+        if current != value:
+            raise ValueError(f"{section}.{old}={value!r} and {new_key}={current!r} disagree; set {new_key} only")
+    return data
+
+
 class TinyModelConfig(Section):
     hidden_size: int = 128
     intermediate_size: int = 384
@@ -108,7 +205,7 @@ class ModelConfig(Section):
     path: str | None = None  # an HF causal-LM directory; None builds the tiny default
     tiny: TinyModelConfig = TinyModelConfig()
     vision: TinyVisionConfig | None = None  # set -> the tiny default is a VLM (LLaVA: SigLIP + tiny Llama)
-    dtype: str = "float32"
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"  # the policy's weights as loaded (models/io.py)
 
 
 class DomainConfig(Section):
@@ -175,20 +272,20 @@ class TrainerConfig(Section):
     lora: LoraConfig | None = None  # None -> full fine-tuning
     gradient_checkpointing: bool = False
     grad_accum: int = Field(default=1, ge=1)  # micro-batches per optimizer step
-    precision: str = "auto"  # auto -> bf16 autocast where the device has it, else fp32; or fp32 / bf16
+    precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto -> bf16 autocast where the device has it, else fp32; or fp32 / bf16
     # Sharded training (posttrain/train/sharded): N ranks, FSDP2 over dp = world_size / tp, TP over tp.
     world_size: int = Field(default=1, ge=1)  # > 1: the command runs as N processes (or under torchrun)
     tp: int = Field(default=1, ge=1)  # tensor-parallel degree; must divide world_size and the model's heads
     timeout_s: float = Field(default=300.0, gt=0.0)  # every collective and every rank's heartbeat
-    mixed_precision: str = Field(default="auto", pattern="^(auto|bf16|fp32)$")  # FSDP2 policy; auto: bf16 on CUDA only
+    mixed_precision: Literal["auto", "bf16", "fp32"] = "auto"  # FSDP2 policy; auto: bf16 on CUDA only
     sync_bucket_mb: float = Field(default=64.0, gt=0.0)  # weight sync from the ranks: the most rank 0 holds at once
-    launcher: str = "local"  # a `launcher`: local (N processes here) | ray (ranks 1..N-1 as actors on cluster.address)
+    launcher: Literal["local", "ray"] = "local"  # wired by the CLI (cli/main.py): local (N processes here) | ray (ranks 1..N-1 as actors on cluster.address)
     rank_cpus: float = Field(default=1.0, gt=0.0)  # launcher=ray: CPUs (and torch threads) per rank actor
     rank_gpus: float = Field(default=0.0, ge=0.0)  # launcher=ray: GPUs per rank actor
 
 
 class DPOConfig(Section):
-    loss: str = "sigmoid"  # a `dpo_loss` registry name: sigmoid | ipo
+    loss: Annotated[str, Registered("dpo_loss")] = "sigmoid"  # a `dpo_loss` registry name: sigmoid | ipo
     beta: float = Field(default=0.1, gt=0.0)
     steps: int = Field(default=100, ge=0)
     optim: Annotated[OptimConfig, *_phase_optim("dpo")]  # lr 1e-4, cosine, 5 warm-up steps (was dpo.lr, ...)
@@ -212,16 +309,16 @@ class InfraErrorConfig(Section):
     window: int = Field(default=200, ge=1)  # the last N verifications looked at
     threshold: float = Field(default=0.2, gt=0.0, le=1.0)  # infra-error share that trips the guard
     min_samples: int = Field(default=50, ge=1)  # no verdict on fewer verifications
-    action: str = Field(default="warn", pattern="^(warn|stop)$")  # warn loudly, or stop the run (one line)
+    action: Literal["warn", "stop"] = "warn"  # warn loudly, or stop the run (one line)
 
 
-class OffPolicyConfig(Section):
+class OffPolicyConfig(Component):
     """rl.offpolicy: the correction for samples generated by older weights (train/offpolicy.py); used when rl.max_staleness > 0."""
 
     name: str = "tis"  # an `offpolicy` registry name: none | tis | mis | icepop
     args: dict[str, Any] = {}  # the correction's keyword arguments, e.g. {cap: 2.0} for tis, {low: 0.5, high: 2.0} for icepop
     max_kl: float = Field(default=0.5, gt=0.0)  # trainer-vs-behaviour KL estimate that trips the guard
-    action: str = Field(default="warn", pattern="^(warn|stop)$")  # warn once per window, or stop the run (one line)
+    action: Literal["warn", "stop"] = "warn"  # warn once per window, or stop the run (one line)
 
 
 class LongTailConfig(Section):
@@ -237,7 +334,7 @@ class LongTailConfig(Section):
     timeout_s: float = Field(default=600.0, gt=0.0)  # a group (generate + verify) cut after this long is counted failed
 
 
-class OverlongConfig(Section):
+class OverlongConfig(Component):
     """rl.overlong: what a completion cut off by the token budget (rl.max_new_tokens) scores (verifiers/overlong.py).
 
     gate: fails the format rule, reward 0, the verifier never runs (the default). score: verified as
@@ -255,13 +352,13 @@ class RLConfig(Section):
     # lr 3e-5 (benchmarks/vs_trl.py: 3e-5..1e-4 lifts both TRL and us; >= 5e-4 collapses both), betas
     # (0.9, 0.99), constant after 20 warm-up steps (Adam's first steps are sign-like and large). Was rl.lr, rl.warmup_steps.
     optim: Annotated[OptimConfig, *_phase_optim("rl")]
-    loss: str = "dapo"  # a `loss` registry name
-    # Extra keyword arguments of the loss (e.g. {clip_eps: 3e-4} for gspo). Clip ranges left
-    # unset here and in clip_eps/clip_eps_high take the loss's own defaults.
-    loss_args: dict[str, Any] = {}
-    advantage: str = "group_norm"  # an `advantage` registry name
+    # A `loss` registry name and its extra keyword arguments (e.g. {name: gspo, args: {clip_eps: 3e-4}}; was
+    # rl.loss + rl.loss_args). Clip ranges left unset here and in clip_eps/clip_eps_high take the loss's own defaults.
+    loss: Annotated[Component, *named("loss", "dapo")]
+    # An `advantage` registry name; its args go to the estimator after (rewards, mask).
+    advantage: Annotated[Component, *named("advantage", "group_norm", reserved=("rewards", "mask"))]
     kl_coef: float = Field(default=0.0, ge=0.0)
-    kl_estimator: str = "k3"  # a `kl` registry name
+    kl_estimator: Annotated[str, Registered("kl")] = "k3"  # a `kl` registry name
     # None -> the loss's own default (dapo 0.2 / 0.28, grpo 0.2 / 0.2, gspo 3e-4 / 4e-4)
     clip_eps: float | None = Field(default=None, gt=0.0)
     clip_eps_high: float | None = Field(default=None, gt=0.0)
@@ -280,11 +377,11 @@ class RLConfig(Section):
     # activation memory for N tokens instead of the minibatch's (train/update.py).
     micro_tokens: int = Field(default=0, ge=0)
     share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
-    prefix_layout: str = Field(default="auto", pattern="^(auto|kv|dense)$")  # train/prefix_kv.py: kv ~ G*L, dense ~ its square
+    prefix_layout: Literal["auto", "kv", "dense"] = "auto"  # train/prefix_kv.py: kv ~ G*L, dense ~ its square
     dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)
     max_grad_norm: float = Field(default=1.0, gt=0.0)
     format_weight: float = Field(default=0.0, ge=0.0)  # extra reward weight of the format rule (gated anyway)
-    overlong: OverlongConfig = OverlongConfig()  # truncated completions: gate | score | soft_penalty
+    overlong: Annotated[OverlongConfig, Registered("overlong", reserved=("budget",))] = OverlongConfig()  # truncated completions: gate | score | soft_penalty
     # The token-mean loss's denominator (train/loss_norm.py), for token-level losses (dapo, cispo):
     # kept_tokens: the tokens of the groups kept after zero-variance filtering (the default);
     # all_tokens: every scored sample's tokens, dropped groups included (TRL's GRPOTrainer);
@@ -295,10 +392,10 @@ class RLConfig(Section):
     keep_checkpoints: int = Field(default=2, ge=1)
     infra_error: InfraErrorConfig = InfraErrorConfig()
     # Asynchronous RL (train/async_rl/, docs/rl.md): batch s is generated with weights version
-    # v(s) - K while the trainer runs ahead; 0 = the synchronous loop, unchanged. Checked >= 0 in config_check.
-    max_staleness: int = 0
+    # v(s) - K while the trainer runs ahead; 0 = the synchronous loop, unchanged.
+    max_staleness: int = Field(default=0, ge=0)
     partial_rollouts: bool = False  # a sequence in flight continues under new weights (needs an engine that can)
-    offpolicy: OffPolicyConfig = OffPolicyConfig()
+    offpolicy: Annotated[OffPolicyConfig, Registered("offpolicy")] = OffPolicyConfig()
     # Staleness-aware step size (K >= 1; train/async_rl/source.py STALE_LR): "inverse" multiplies each
     # update's lr by 1 / (1 + a), a = the mean age in versions of the tokens it trains on (staleness-aware
     # async SGD), so a gradient from older weights takes a smaller step; "none" keeps rl.lr. Adam is
@@ -312,16 +409,16 @@ class RLConfig(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _legacy_optim_keys(cls, data: Any) -> Any:
-        return move_legacy_optim_keys("rl", data)
+    def _legacy_keys(cls, data: Any) -> Any:
+        return move_legacy_component_keys("rl", move_legacy_optim_keys("rl", data))
 
     def loss_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for the loss: clip ranges that are set, then `loss_args` (wins)."""
+        """Keyword arguments for the loss: clip ranges that are set, then `loss.args` (wins)."""
         clip = {k: v for k, v in (("clip_eps", self.clip_eps), ("clip_eps_high", self.clip_eps_high)) if v is not None}
-        return {**clip, "max_tokens": self.max_new_tokens, **self.loss_args}
+        return {**clip, "max_tokens": self.max_new_tokens, **self.loss.args}
 
 
-class EngineConfig(Section):
+class EngineConfig(Component):
     name: str = "fast"  # an `engine` registry name: fast | hf | vllm
     args: dict[str, Any] = {}  # engine keyword arguments, e.g. {max_batch: 256, speculative: ngram}
 
@@ -345,10 +442,18 @@ class CurriculumConfig(Section):
     exclude: list[str] = []  # trained domains that keep their fixed difficulty (e.g. a generator without levels)
 
 
-class ScheduleConfig(Section):
-    policy: str = "uniform"
+class ScheduleConfig(Component):
+    """schedule: which prompts each RL step draws. `name` is a `sched_policy` registry name (was
+    schedule.policy); `args` its keyword arguments (e.g. {order_file: F} for fixed_order)."""
+
+    name: str = "uniform"
     args: dict[str, Any] = {}
     curriculum: CurriculumConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_keys(cls, data: Any) -> Any:
+        return move_legacy_component_keys("schedule", data)
 
 
 class EvalConfig(Section):
@@ -417,8 +522,8 @@ class ClusterConfig(Section):
     rollout_workers: int = 2  # actors holding `fast` engines
     worker_cpus: float = 1.0  # Ray CPUs (and torch threads) per rollout worker
     staleness: int = 0  # a worker more than this many weight versions behind is refreshed before work
-    weight_sync: str = "object_store"  # or "collective": torch.distributed broadcast (needs staleness 0)
-    collective_backend: str = "auto"  # auto -> nccl with CUDA, else gloo
+    weight_sync: Literal["object_store", "collective"] = "object_store"  # collective: torch.distributed broadcast (needs staleness 0)
+    collective_backend: Literal["auto", "nccl", "gloo"] = "auto"  # auto -> nccl with CUDA, else gloo
     pool_concurrency: int = 0  # sandbox slots per node; 0 -> the node's CPUs
     warm_slots: int = 0  # warm sandbox slots each pool starts before its first request
     start_jitter_s: float = 1.0  # pool start-ups spread over this window
@@ -436,7 +541,9 @@ class ClusterConfig(Section):
 class LogConfig(Section):
     """Where metrics go besides metrics.jsonl: registered trackers (posttrain/store/trackers)."""
 
-    trackers: list[str] = ["tensorboard"]  # tensorboard | wandb (offline) | mlflow (local files) | trackio
+    # `tracker` registry names: tensorboard | wandb (offline) | mlflow (local files) | trackio. Names, not
+    # {name, args}: a tracker is built from the run directory and RunInfo (log.project) alone, and takes no arguments.
+    trackers: Annotated[list[str], Registered("tracker")] = ["tensorboard"]
     project: str = "posttrain"  # the tracker's project / experiment name
     detect_every: int = Field(default=10, ge=0)  # RL steps between reward-hacking detector runs; 0 = off
 
@@ -449,7 +556,7 @@ class SecondModelConfig(Section):
     url: str | None = None  # or an OpenAI-compatible base URL, e.g. http://127.0.0.1:8001/v1 (posttrain serve)
     model: str = "default"  # the model id sent to `url`
     api_key_env: str | None = None  # environment variable holding the key for `url`
-    engine: str = "fast"  # local only: an `engine` registry name (fast: paged KV, batched decode; hf: reference)
+    engine: Annotated[str, Registered("engine")] = "fast"  # local only: an `engine` registry name (fast: paged KV, batched decode; hf: reference)
     concurrency: int = Field(default=4, ge=1)  # batches in flight at once
     batch: int = Field(default=16, ge=1)  # conversations per backend call
     timeout_s: float = Field(default=120.0, gt=0.0)  # per batch
@@ -477,9 +584,10 @@ class RunConfig(Section):
     rl: RLConfig = RLConfig()
     dpo: DPOConfig = DPOConfig()
     trainer: TrainerConfig = TrainerConfig()
-    engine: EngineConfig = EngineConfig()
+    engine: Annotated[EngineConfig, Registered("engine", reserved=ENGINE_RESERVED)] = EngineConfig()
     sandbox: SandboxConfig = SandboxConfig()
-    schedule: ScheduleConfig = ScheduleConfig()
+    # schedule.args also carries the Scheduler's own keywords (order_file, n_buckets): the Scheduler checks them
+    schedule: Annotated[ScheduleConfig, Registered("sched_policy", check_args=False)] = ScheduleConfig()
     eval: EvalConfig = EvalConfig()
     cluster: ClusterConfig = ClusterConfig()
     agent: AgentConfig = AgentConfig()

@@ -69,7 +69,8 @@ def test_loss_args_reach_the_loss():
 
 
 def test_relative_plugin_paths_resolve_against_the_yaml_file(tmp_path, monkeypatch):
-    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "plugins").mkdir(parents=True)
+    (tmp_path / "conf" / "plugins" / "mine.py").write_text("")  # load_config imports it, before the names are checked
     p = tmp_path / "conf" / "c.yaml"
     p.write_text("plugins: [plugins/mine.py]\n")
     monkeypatch.chdir(tmp_path)
