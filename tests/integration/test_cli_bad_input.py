@@ -11,7 +11,7 @@ CLI = [sys.executable, "-m", "posttrain.cli.main"]
 
 # (argv after `posttrain`, text the one-line error must contain)
 CASES = [
-    (["rl", "examples/tiny_rl.yaml", "rl.loss=ppo"], "rl.loss='ppo'"),
+    (["rl", "examples/tiny_rl.yaml", "rl.loss=ppo"], "rl.loss.name='ppo'"),
     (["rl", "examples/tiny_rl.yaml", "rl.steps=-3"], "rl.steps"),
     (["rl", "examples/tiny_rl.yaml", "engine.name=nope"], "engine.name='nope'"),
     (["rl", "examples/tiny_rl.yaml", "rl.group_size=1"], "rl.group_size=1"),

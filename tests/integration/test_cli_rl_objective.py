@@ -17,7 +17,7 @@ SMALL = ["tasks.domains.arithmetic.n_train=24", "tasks.domains.arithmetic.n_eval
 # each departure a default run prints, by the key that turns it off
 OFF = {"sft.steps": "sft.steps=0", "tasks.sft_frac": "tasks.sft_frac=0", "rl.optim.warmup": "rl.optim.warmup=0",
        "rl.overlong.name": "rl.overlong.name=score", "rl.loss_norm": "rl.loss_norm=all_tokens",
-       "rl.loss": "rl.loss=grpo", "tasks.answer_format": "tasks.answer_format=text", "eval.before": "eval.before=false",
+       "rl.loss.name": "rl.loss.name=grpo", "tasks.answer_format": "tasks.answer_format=text", "eval.before": "eval.before=false",
        "eval.after": "eval.after=false"}
 
 
