@@ -19,7 +19,7 @@ first, and the built-ins must be loaded: `posttrain.builtins.load_builtins()`, a
 A layer that names another component than the layer below replaces it whole (its args do not
 carry over). What needs files or a model (domains, task files, the engine against the model) is
 `posttrain.config_check.check_config`'s, which every command calls before any model work.
-Older key shapes still load, with a one-line FutureWarning: `rl.lr` -> `rl.optim.lr` (and the
+Older key shapes still load, with a one-line ConfigDeprecationWarning (a FutureWarning): `rl.lr` -> `rl.optim.lr` (and the
 other LEGACY_OPTIM_KEYS), `rl.loss_args` -> `rl.loss.args`, `schedule.policy` -> `schedule.name`.
 Values computed at run time do not live here.
 """
@@ -192,8 +192,12 @@ def _resolve_paths(loaded: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
+class ConfigDeprecationWarning(FutureWarning):
+    """A config key in an older shape: still read; the CLI prints it as one line (cli/main.py)."""
+
+
 def _deprecated(old: str, new: str, where: str) -> None:
-    warnings.warn(f"config key {old} ({where}) is deprecated: write {new}", FutureWarning, stacklevel=4)
+    warnings.warn(f"config key {old} ({where}) is deprecated: write {new}", ConfigDeprecationWarning, stacklevel=4)
 
 
 def _migrate_section(name: str, value: Any, where: str) -> Any:
