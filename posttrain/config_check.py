@@ -1,5 +1,5 @@
-"""Checks of a loaded `RunConfig` that need more than its schema: every registry name,
-plugin files, task files, the model directory and the engine against the model.
+"""Checks of a loaded `RunConfig` that need more than its schema: domain names, plugin files,
+task files, how components combine, the model directory and the engine against the model.
 
     cfg = load_config(path, overrides)
     check_config(cfg, needs=("rl",))       # raises ConfigError, one line, before any model work
@@ -11,9 +11,9 @@ values outside their Literal, and registry names that are not registered (every 
 this model?" It imports the registries' modules (torch among them) but builds nothing, so it
 costs about a second, not a training phase.
 
-Keyword arguments (`engine.args`, `tasks.domains.X.args`) are checked by name against the
-factory's signature (`registry.check_kwargs`), so a typo fails here and not after the run
-directory is written.
+Keyword arguments of `tasks.domains.X.args` are checked by name against the generator's
+signature (`registry.check_kwargs`; a component's `args`, such as `engine.args`, at load), so
+a typo fails here and not after the run directory is written.
 Does not check: their values (the component checks them when built), ids that a domain's
 generated tasks share with a task file (`make_splits` does), or a model's weights (only
 its config.json and tokenizer files).
@@ -107,7 +107,7 @@ def check_rl_splits(cfg: RunConfig, splits: Any) -> None:
 
 
 def _check_objective(cfg: RunConfig) -> None:
-    """rl.overlong, rl.loss_norm, schedule.policy=fixed_order and the rollout precision (issue 38)."""
+    """rl.overlong, rl.loss_norm, schedule.name=fixed_order and the rollout precision (issue 38)."""
     rl = cfg.rl
     overlong_policy(cfg)  # name, arguments, cache below the budget
     # declared where the loss registers (@loss(..., normalisable=True): it takes `denom`), never sniffed
