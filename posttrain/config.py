@@ -66,15 +66,14 @@ from posttrain.config_schema import (  # noqa: F401  re-exported: the sections a
     LogConfig,
     RunConfig,
 )
-from posttrain.config_schema import (
+from posttrain.config_components import (
     LEGACY_COMPONENT_KEYS,
-    LEGACY_OPTIM_KEYS,
     Component,
     component_paths,
     move_legacy_component_keys,
-    move_legacy_optim_keys,
     registered_fields,
 )
+from posttrain.config_schema import LEGACY_OPTIM_KEYS, move_legacy_optim_keys
 from posttrain.errors import ConfigError
 from posttrain.registry import check_kwargs, registry
 
@@ -85,7 +84,7 @@ def _set_dotted(tree: dict[str, Any], dotted: str, raw: str, defaults: dict[str,
     other default domains, instead of replacing the whole `tasks.domains` mapping."""
     keys = dotted.split(".")
     node, dflt = tree, defaults
-    components = component_paths()
+    components = component_paths(RunConfig)
     for i, k in enumerate(keys[:-1]):
         dflt = dflt.get(k) if isinstance(dflt, dict) else None
         if k not in node and isinstance(dflt, dict):
@@ -223,7 +222,7 @@ def _migrate_tree(tree: dict[str, Any], where: str = "defaults") -> dict[str, An
         out = {k: _migrate_section(k, v, where) for k, v in tree.items()}
     except ValueError as e:
         raise ConfigError(f"{e} ({where})") from None
-    for path in component_paths():
+    for path in component_paths(RunConfig):
         parent = _at(out, path[:-1])
         if isinstance(parent, dict) and isinstance(parent.get(path[-1]), str):
             parent[path[-1]] = {"name": parent[path[-1]]}
@@ -241,7 +240,7 @@ def _merge_layer(tree: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
     """`layer` merged over `tree` (deep_merge), except that a component `layer` names differently
     from `tree` starts afresh: the earlier component's args are not the new one's."""
     tree = copy.deepcopy(tree)
-    for path in component_paths():
+    for path in component_paths(RunConfig):
         new, old_parent = _at(layer, path), _at(tree, path[:-1])
         old = old_parent.get(path[-1]) if isinstance(old_parent, dict) else None
         if isinstance(new, dict) and isinstance(old, dict) and "name" in new and new["name"] != old.get("name"):
