@@ -110,6 +110,9 @@ def speed(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    from posttrain.builtins import load_builtins
+
+    load_builtins()  # as the CLI does first: load_config checks every registry name it reads
     p = argparse.ArgumentParser()
     p.add_argument("part", choices=["headline", "speed"])
     p.add_argument("--threads", type=int, default=2)

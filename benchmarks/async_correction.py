@@ -95,6 +95,9 @@ def plot(sides: list[dict], summary: list[dict], png: Path) -> None:
 
 
 def main() -> None:
+    from posttrain.builtins import load_builtins
+
+    load_builtins()  # as the CLI does first: load_config checks every registry name it reads
     ap = argparse.ArgumentParser()
     ap.add_argument("--k", type=int, default=6)
     ap.add_argument("--lrs", default="1e-4,3e-4,1e-3", help="a sweep: where does the uncorrected run degrade?")

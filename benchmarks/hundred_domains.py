@@ -6,8 +6,8 @@
 Both arms run `examples/hundred_domains.yaml` (92 trained rg-* domains, 10 held out, LoRA) through
 `run_quickstart` with the RL phase cut at the same wall-time budget (`--budget-s`, default 1800 s), on
 the same seeds (`--seeds`, default 0 1 2):
-- `curriculum`: `schedule.policy=learning_signal` plus the per-domain difficulty curriculum;
-- `uniform`: `schedule.policy=uniform`, no curriculum, every domain at difficulty 1 (the held-out
+- `curriculum`: `schedule.name=learning_signal` plus the per-domain difficulty curriculum;
+- `uniform`: `schedule.name=uniform`, no curriculum, every domain at difficulty 1 (the held-out
   split is at difficulty 1 in both arms, so after-RL pass rates compare task by task).
 Per run it prints one JSON line: held-out pass@1 before/after (trained domains and held-out domains),
 the run's McNemar p, zero-variance group fraction (mean of `groups/dropped_frac`), RL steps, wall.
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXAMPLE = ROOT / "examples" / "hundred_domains.yaml"
-ARMS = {"curriculum": [], "uniform": ["schedule.policy=uniform", "schedule.curriculum=null"]}
+ARMS = {"curriculum": [], "uniform": ["schedule.name=uniform", "schedule.curriculum=null"]}
 SMOKE = ['tasks.domains={"rg-gcd": {"n_train": 6, "n_eval": 2}, "rg-spell_backward": {"n_train": 6, "n_eval": 2}, '
          '"rg-lcm": {"n_train": 0, "n_eval": 2, "held_out": true}}',
          'schedule.curriculum.exclude=[]', "rl.steps=2", "rl.prompts_per_step=2", "rl.group_size=2",
@@ -131,6 +131,9 @@ def targets(rows: list[dict]) -> list[str]:
 
 
 def main() -> None:
+    from posttrain.builtins import load_builtins
+
+    load_builtins()  # as the CLI does first: load_config checks every registry name it reads
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="models/smollm2")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

@@ -57,6 +57,9 @@ def truncated_prompt(task, tok, ctx: int, max_new: int):
 
 
 def main() -> None:
+    from posttrain.builtins import load_builtins
+
+    load_builtins()  # as the CLI does first: load_config checks every registry name it reads
     p = argparse.ArgumentParser()
     p.add_argument("--ctx", type=int, default=512)
     p.add_argument("--seed", type=int, default=0)

@@ -109,7 +109,7 @@ def recipe_config(model: str, overrides: list[str], policy: str | None = None):
     """The smollm2 preset with `model.path` set and `overrides` applied (what quickstart --model builds)."""
     from posttrain.recipes.quickstart import model_preset_config
 
-    extra = [f"schedule.policy={policy}"] if policy else []
+    extra = [f"schedule.name={policy}"] if policy else []
     return model_preset_config("smollm2-135m-instruct", model, [*overrides, *extra])
 
 
@@ -127,7 +127,7 @@ def run_recipe(model: str, overrides: list[str], out: Path, policy: str | None =
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()] \
         if (out / "metrics.jsonl").is_file() else []
     zv = [r["groups/dropped_frac"] for r in rows if "groups/dropped_frac" in r]
-    return {"policy": cfg.schedule.policy, "before": s["before"], "after": s["after"], "p_value": s["p_value"],
+    return {"policy": cfg.schedule.name, "before": s["before"], "after": s["after"], "p_value": s["p_value"],
             "domain_p_values": s["domain_p_values"], "flips": s["flips"], "n_tasks": s["n_tasks"],
             "rl_steps": len([r for r in rows if "step" in r]), "zero_variance_frac": sum(zv) / len(zv) if zv else None,
             "wall_s": round(time.perf_counter() - t0, 1), "peak_rss_mib": round(peak_rss_mib()),
@@ -135,6 +135,9 @@ def run_recipe(model: str, overrides: list[str], out: Path, policy: str | None =
 
 
 def main() -> None:
+    from posttrain.builtins import load_builtins
+
+    load_builtins()  # as the CLI does first: load_config checks every registry name it reads
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("probe")

@@ -19,6 +19,9 @@ from pathlib import Path
 
 
 def main() -> None:
+    from posttrain.builtins import load_builtins
+
+    load_builtins()  # as the CLI does first: load_config checks every registry name it reads
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="runs/bench-vision")
     ap.add_argument("--config", default=None)

@@ -218,6 +218,9 @@ def summarize(runs: list[dict]) -> dict:
 
 
 def main() -> None:
+    from posttrain.builtins import load_builtins
+
+    load_builtins()  # as the CLI does first: load_config checks every registry name it reads
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=2)

@@ -1,17 +1,19 @@
-"""Checks of a loaded `RunConfig` that need more than its schema: every registry name,
-plugin files, task files, the model directory and the engine against the model.
+"""Checks of a loaded `RunConfig` that need more than its schema: domain names, plugin files,
+task files, how components combine, the model directory and the engine against the model.
 
     cfg = load_config(path, overrides)
     check_config(cfg, needs=("rl",))       # raises ConfigError, one line, before any model work
 
-`load_config` already rejects unknown keys, wrong types and out-of-range numbers; this
-module answers "does every name the config uses exist, and can this engine run this
-model?" It imports the registries' modules (torch among them) but builds nothing, so it
+`load_config` already rejects unknown keys, wrong types, out-of-range numbers, enumerated
+values outside their Literal, and registry names that are not registered (every field marked
+`Registered` in config_schema: losses, advantages, engines, trackers, ...); this module answers
+"do the domains and task files exist, do the components fit together, and can this engine run
+this model?" It imports the registries' modules (torch among them) but builds nothing, so it
 costs about a second, not a training phase.
 
-Keyword arguments (`engine.args`, `tasks.domains.X.args`) are checked by name against the
-factory's signature (`registry.check_kwargs`), so a typo fails here and not after the run
-directory is written.
+Keyword arguments of `tasks.domains.X.args` are checked by name against the generator's
+signature (`registry.check_kwargs`; a component's `args`, such as `engine.args`, at load), so
+a typo fails here and not after the run directory is written.
 Does not check: their values (the component checks them when built), ids that a domain's
 generated tasks share with a task file (`make_splits` does), or a model's weights (only
 its config.json and tokenizer files).
@@ -28,9 +30,7 @@ from posttrain.errors import ConfigError
 from posttrain.registry import check_kwargs, registry
 from posttrain.types import Task
 
-# What make_engine passes an engine itself: engine.args may not set them.
-ENGINE_RESERVED = ("model", "tokenizer")
-LAUNCHERS = ("local", "ray")  # how trainer.world_size > 1 starts its ranks: cli/main.py wires each
+from posttrain.config_schema import ENGINE_RESERVED  # noqa: F401  re-exported: rollout/__init__.py reads it here
 
 
 def load_plugins(paths: Iterable[str | Path]) -> None:
@@ -59,18 +59,13 @@ def _known(kind: str, name: str, key: str) -> None:
 
 
 def _check_rl(cfg: RunConfig) -> None:
-    rl = cfg.rl
-    _known("loss", rl.loss, "rl.loss")
-    _known("advantage", rl.advantage, "rl.advantage")
-    if rl.kl_coef > 0:
-        _known("kl", rl.kl_estimator, "rl.kl_estimator")
-    min_group = registry("advantage").props(rl.advantage)["min_group"]  # declared where it registers
+    rl = cfg.rl  # every registry name was checked by load_config (config.check_registered)
+    min_group = registry("advantage").props(rl.advantage.name)["min_group"]  # declared where it registers
     if rl.group_size < min_group:
-        raise ConfigError(f"rl.group_size={rl.group_size}: the {rl.advantage!r} advantage compares samples of one "
+        raise ConfigError(f"rl.group_size={rl.group_size}: the {rl.advantage.name!r} advantage compares samples of one "
                           f"prompt, so it needs rl.group_size >= {min_group}")
     if rl.clip_eps_high is not None and rl.clip_eps is not None and rl.clip_eps_high < rl.clip_eps:
         raise ConfigError(f"rl.clip_eps_high={rl.clip_eps_high} is below rl.clip_eps={rl.clip_eps}")
-    _known("sched_policy", cfg.schedule.policy, "schedule.policy")
     _check_async(cfg)
     _check_objective(cfg)
 
@@ -112,13 +107,12 @@ def check_rl_splits(cfg: RunConfig, splits: Any) -> None:
 
 
 def _check_objective(cfg: RunConfig) -> None:
-    """rl.overlong, rl.loss_norm, schedule.policy=fixed_order and the rollout precision (issue 38)."""
+    """rl.overlong, rl.loss_norm, schedule.name=fixed_order and the rollout precision (issue 38)."""
     rl = cfg.rl
     overlong_policy(cfg)  # name, arguments, cache below the budget
-    _known("loss", rl.loss, "rl.loss")
     # declared where the loss registers (@loss(..., normalisable=True): it takes `denom`), never sniffed
-    if rl.loss_norm != "kept_tokens" and not registry("loss").props(rl.loss)["normalisable"]:
-        raise ConfigError(f"rl.loss_norm={rl.loss_norm}: rl.loss={rl.loss!r} is not a token-level mean (it takes no "
+    if rl.loss_norm != "kept_tokens" and not registry("loss").props(rl.loss.name)["normalisable"]:
+        raise ConfigError(f"rl.loss_norm={rl.loss_norm}: rl.loss={rl.loss.name!r} is not a token-level mean (it takes no "
                           "denominator); use rl.loss=dapo or cispo, or rl.loss_norm=kept_tokens")
     dtype = str(cfg.engine.args.get("matmul_dtype") or "")
     if dtype in _LOW_PRECISION_MATMUL:  # the update takes the engine's logprobs as the behaviour policy's
@@ -126,8 +120,8 @@ def _check_objective(cfg: RunConfig) -> None:
                           "policy's, and no trainer-side fp32 recompute of them exists yet; use float32 for RL "
                           "(bf16 rollouts are for eval and serve)")
     order_file = cfg.schedule.args.get("order_file")
-    if (cfg.schedule.policy == "fixed_order") != (order_file is not None):
-        raise ConfigError(f"schedule.policy={cfg.schedule.policy!r} with schedule.args.order_file={order_file!r}: "
+    if (cfg.schedule.name == "fixed_order") != (order_file is not None):
+        raise ConfigError(f"schedule.name={cfg.schedule.name!r} with schedule.args.order_file={order_file!r}: "
                           "the fixed_order policy and an order file go together")
     if order_file is not None or rl.overlong.name != "gate" or _task_overrides(cfg):
         from posttrain.tasks.splits import make_splits
@@ -142,11 +136,7 @@ def _task_overrides(cfg: RunConfig) -> bool:
 
 def _check_async(cfg: RunConfig) -> None:
     """rl.max_staleness / rl.offpolicy / rl.partial_rollouts (train/async_rl/)."""
-    rl = cfg.rl
-    if rl.max_staleness < 0:
-        raise ConfigError(f"rl.max_staleness={rl.max_staleness}: must be >= 0 (0 = synchronous, K = samples at most K "
-                          "weight versions old)")
-    _known("offpolicy", rl.offpolicy.name, "rl.offpolicy.name")
+    rl = cfg.rl  # rl.max_staleness >= 0 and rl.offpolicy.name are the schema's (config_schema, check_registered)
     if rl.max_staleness >= 1 and cfg.cluster.address is not None and cfg.cluster.staleness > 0:
         # a lagging worker would serve versions older than the batch's pin, past the K the loop enforces
         raise ConfigError(f"rl.max_staleness={rl.max_staleness} with cluster.staleness={cfg.cluster.staleness}: the "
@@ -283,9 +273,7 @@ def _engine_reason(name: str, model_cfg: dict) -> str | None:
 
 def check_model(cfg: RunConfig) -> None:
     """engine.args are the engine's keywords; model.path is an HF directory the engine can run."""
-    _known("engine", cfg.engine.name, "engine.name")
-    check_kwargs(registry("engine").get(cfg.engine.name), cfg.engine.args, "engine.args", f"engine {cfg.engine.name!r}",
-                 reserved=ENGINE_RESERVED)
+    # engine.name and engine.args were checked by load_config (config.check_registered)
     if cfg.model.path is None:  # the tiny model: a llama the engine must still be able to run here
         reason = _engine_reason(cfg.engine.name, {"model_type": "llama", **cfg.model.tiny.model_dump()})
         if reason:
@@ -310,9 +298,7 @@ def check_sharded(cfg: RunConfig) -> None:
     """trainer.world_size / tp: what the sharded trainer (posttrain/train/sharded) supports."""
     import os
 
-    t = cfg.trainer
-    if t.launcher not in LAUNCHERS:  # wired by the CLI (cli/main.py), not a registry
-        raise ConfigError(f"trainer.launcher={t.launcher!r} is not a launcher; known: {', '.join(LAUNCHERS)}")
+    t = cfg.trainer  # trainer.launcher is a Literal of the schema: local | ray
     if t.launcher == "ray" and not cfg.cluster.address:
         raise ConfigError("trainer.launcher=ray needs cluster.address (the Ray head, e.g. HEAD:6379 or auto)")
     world = int(os.environ.get("WORLD_SIZE", t.world_size))
@@ -341,8 +327,6 @@ def check_config(cfg: RunConfig, needs: Iterable[str] = ("tasks", "model", "rl")
     """Every check a command needs before its first expensive step; raises ConfigError."""
     load_plugins(cfg.plugins)
     check_sharded(cfg)
-    for name in cfg.log.trackers:
-        _known("tracker", name, "log.trackers")
     needs = set(needs)
     if "tasks" in needs:
         _check_tasks(cfg)
@@ -353,5 +337,3 @@ def check_config(cfg: RunConfig, needs: Iterable[str] = ("tasks", "model", "rl")
         from posttrain.models.tokenizer_match import check_teacher_tokenizer
 
         check_teacher_tokenizer(cfg)  # rl.loss=distill: student and teacher share a tokenizer (train/distill.py)
-    if "dpo" in needs:
-        _known("dpo_loss", cfg.dpo.loss, "dpo.loss")

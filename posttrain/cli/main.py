@@ -46,6 +46,23 @@ def _register_commands() -> None:
 _register_commands()
 
 
+def _one_line_notes() -> None:
+    """A config key in an older shape is one line on stderr (`posttrain: note: ...`), not Python's
+    two-line warning with a source line; other warnings keep their format."""
+    import warnings
+
+    from posttrain.config import ConfigDeprecationWarning
+
+    default = warnings.formatwarning
+
+    def fmt(message: Any, category: Any, filename: str, lineno: int, line: str | None = None) -> str:
+        if issubclass(category, ConfigDeprecationWarning):
+            return f"posttrain: note: {message}\n"
+        return default(message, category, filename, lineno, line)
+
+    warnings.formatwarning = fmt
+
+
 def main() -> None:
     from posttrain.builtins import load_builtins
     from posttrain.parallel.launch import launch_local, maybe_spawn
@@ -58,6 +75,7 @@ def main() -> None:
     # trainer.world_size=N: this command re-run as N ranks (no torch import before this)
     maybe_spawn(sys.argv[1:], {"local": launch_local, "ray": launch_ray})
     load_builtins()  # every extension point's built-ins, once
+    _one_line_notes()
     try:
         app()
     except PosttrainError as e:

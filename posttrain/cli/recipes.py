@@ -17,8 +17,7 @@ def _launch(recipe: str, config: Path, overrides: List[str], out: Optional[Path]
     from posttrain.cli.common import launch
     from posttrain.config import load_config
 
-    cfg = load_config(config, overrides or [])
-    cfg.plugins = [*cfg.plugins, *(str(p.resolve()) for p in plugins)]
+    cfg = load_config(config, overrides or [], plugins=plugins)  # --plugin files before the names are checked
     run_dir = out or Path(cfg.out_dir) / cfg.name
     return launch(recipe, cfg, run_dir, f"posttrain {recipe} {config}", overwrite=overwrite, needs=needs)
 

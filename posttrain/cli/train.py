@@ -70,13 +70,12 @@ def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resu
 
     if resume is not None:
         claim_run_dir(resume, resume=True)  # a run directory, before its config.yaml is read
-        cfg = load_config(resume / "config.yaml", overrides)
+        cfg = load_config(resume / "config.yaml", overrides, plugins=plugins)
         run_dir = resume
-    else:
-        cfg = load_config(config, overrides, base=base)
+    else:  # --plugin files imported before the config's registry names are checked
+        cfg = load_config(config, overrides, base=base, plugins=plugins)
         run_dir = out or Path(cfg.out_dir) / cfg.name
-    cfg.plugins = [*cfg.plugins, *(str(p.resolve()) for p in plugins)]
-    if cfg.rl.loss == "distill":
+    if cfg.rl.loss.name == "distill":
         from posttrain.errors import ConfigError
 
         raise ConfigError("rl.loss=distill needs per-token teacher advantages: run it with posttrain.train.distill."

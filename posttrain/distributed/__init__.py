@@ -41,8 +41,7 @@ def build_remote_engine(cfg: Any, model: Any, tok: Any) -> Any:
     from posttrain.errors import ConfigError
 
     c = cfg.cluster
-    if c.weight_sync not in ("object_store", "collective"):
-        raise ConfigError(f"cluster.weight_sync must be object_store or collective, got {c.weight_sync!r}")
+    # cluster.weight_sync is a Literal of the schema (object_store | collective); what it needs is checked here
     if c.weight_sync == "collective" and c.staleness != 0:
         raise ConfigError("cluster.weight_sync=collective needs cluster.staleness=0 (a broadcast reaches every "
                           f"worker at once), got cluster.staleness={c.staleness}")

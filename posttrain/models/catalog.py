@@ -22,7 +22,7 @@ from importlib.metadata import PackageNotFoundError, distribution, version
 from pathlib import Path
 from typing import Callable, Optional
 
-from posttrain.errors import ModelError, PosttrainError
+from posttrain.errors import ConfigError, ModelError, PosttrainError
 from posttrain.models.model_dir import check_model_dir  # noqa: F401  (re-exported: the pre-flight any loader runs)
 
 
@@ -151,6 +151,30 @@ register_real_model(RealModel(
     license="Gemma Terms of Use (shipped in the package)", chat=False, locate=_locate_gemma3_270m,
     gguf_sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
     notes="base model, no chat template; 262k-token SentencePiece vocabulary; 32k context"))
+
+
+MODELS_DIR_ENV = "POSTTRAIN_MODELS_DIR"  # the one environment variable naming the model cache (docs/models.md)
+
+
+def models_home() -> Path:
+    """Where catalog models are converted and looked up by name: $POSTTRAIN_MODELS_DIR, default
+    ~/.cache/posttrain/models. `quickstart --model NAME` and `serve --model NAME` both read it."""
+    import os
+
+    return Path(os.environ.get(MODELS_DIR_ENV, Path.home() / ".cache" / "posttrain" / "models"))
+
+
+def catalog_model_dir(name: str, convert: bool = True, echo: Callable[[str], None] = print) -> Path:
+    """The HF directory of catalog model `name`, models_home()/name, converted there on first use
+    (convert=False: a ConfigError saying how to convert it). An unknown name is a ModelError naming the known ones."""
+    real_model(name)
+    out = models_home() / name
+    if not (out / "config.json").is_file():
+        if not convert:
+            raise ConfigError(f"model {name} is not converted: run `posttrain models get {name} --out {out}`")
+        echo(f"converting {name} into {out} (once; `posttrain models get` does the same)")
+        get_real_model(name, out)
+    return out
 
 
 def get_real_model(name: str, out: str | Path, *, install: bool = True, overwrite: bool = False,

@@ -42,7 +42,7 @@ def tokenizer_mismatch(a: Any, b: Any) -> str | None:
 
 def check_teacher_tokenizer(cfg: Any) -> None:
     """For a run whose rl.loss is `distill`: a local teacher under models.teacher, sharing model.path's tokenizer."""
-    if cfg.rl.loss != "distill":
+    if cfg.rl.loss.name != "distill":
         return
     teacher = cfg.models.get("teacher")
     if teacher is None:

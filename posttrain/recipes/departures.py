@@ -35,17 +35,17 @@ def departures(cfg: Any, has_file_tasks: bool = False) -> list[tuple[str, str, s
                 "soft_penalty": f"long completions get DAPO's soft overlong penalty {dict(rl.overlong.args)}"}
         out.append((f"rl.overlong.name={rl.overlong.name}", what.get(rl.overlong.name, "a plugin's overlong policy"),
                     "rl.overlong.name=score"))
-    if rl.loss_norm != "all_tokens" and registry("loss").props(rl.loss)["normalisable"]:  # a token-mean loss
+    if rl.loss_norm != "all_tokens" and registry("loss").props(rl.loss.name)["normalisable"]:  # a token-mean loss
         out.append((f"rl.loss_norm={rl.loss_norm}", "zero-variance groups are dropped and the token mean divides by "
                     + ("the kept groups' tokens only" if rl.loss_norm == "kept_tokens" else "a constant"),
                     "rl.loss_norm=all_tokens"))
-    if rl.loss != "grpo":
-        out.append((f"rl.loss={rl.loss}", "not GRPO's per-sequence mean with a symmetric clip", "rl.loss=grpo"))
+    if rl.loss.name != "grpo":
+        out.append((f"rl.loss.name={rl.loss.name}", "not GRPO's per-sequence mean with a symmetric clip", "rl.loss.name=grpo"))
     if rl.format_weight > 0:
         out.append((f"rl.format_weight={rl.format_weight}", "a well-formed answer earns this much extra reward",
                     "rl.format_weight=0"))
-    if cfg.schedule.policy != "uniform":
-        out.append((f"schedule.policy={cfg.schedule.policy}", "prompts are not drawn uniformly", "schedule.policy=uniform"))
+    if cfg.schedule.name != "uniform":
+        out.append((f"schedule.name={cfg.schedule.name}", "prompts are not drawn uniformly", "schedule.name=uniform"))
     if has_file_tasks and cfg.tasks.answer_format is None:
         out.append(("tasks.answer_format=None", "a one-step file task with a plain verifier must answer on one line "
                     "(task metadata.answer_format wins)", "tasks.answer_format=text"))

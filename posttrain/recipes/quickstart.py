@@ -36,16 +36,10 @@ QUICKSTART_DEFAULTS: dict[str, Any] = load_preset("quickstart")
 MODEL_PRESETS: dict[str, str] = {"smollm2-135m-instruct": "smollm2"}
 
 
-def models_home() -> Path:
-    """Where `--model NAME` looks for (and converts) catalog models: $POSTTRAIN_MODELS_DIR/NAME."""
-    import os
-
-    return Path(os.environ.get("POSTTRAIN_MODELS_DIR", Path.home() / ".cache" / "posttrain" / "models"))
-
-
-def resolve_model(model: str, convert: bool = True) -> tuple[str, Path]:
-    """`--model` -> (catalog name, HF directory). A directory names its model in the manifest
-    `posttrain models get` writes; a catalog name is converted into `models_home()` on first use."""
+def quickstart_model(model: str, convert: bool = True) -> tuple[str, Path]:
+    """`quickstart --model` -> (catalog name, HF directory): the name picks the preset. A directory names
+    its model in the manifest `posttrain models get` writes; a catalog name is converted into
+    models_home() ($POSTTRAIN_MODELS_DIR, models/catalog.py) on first use."""
     from posttrain.errors import ConfigError
 
     p = Path(model)
@@ -60,21 +54,15 @@ def resolve_model(model: str, convert: bool = True) -> tuple[str, Path]:
     if model not in MODEL_PRESETS:
         raise ConfigError(f"quickstart --model {model!r}: not a directory and not a catalog model with a preset "
                           f"(known: {', '.join(MODEL_PRESETS)}; `posttrain models list`)")
-    out = models_home() / model
-    if not (out / "config.json").is_file():
-        if not convert:
-            raise ConfigError(f"model {model} is not converted: run `posttrain models get {model} --out {out}`")
-        from posttrain.models.catalog import get_real_model
+    from posttrain.models.catalog import catalog_model_dir
 
-        print(f"converting {model} into {out} (once; `posttrain models get` does the same)", flush=True)
-        get_real_model(model, out)
-    return model, out
+    return model, catalog_model_dir(model, convert, echo=lambda line: print(line, flush=True))
 
 
 def model_preset_base(model: str | None, model_dir: str | Path | None = None, preset: str | None = None) -> dict:
     """The config tree of `quickstart --model MODEL [--preset P]`: the preset with `model.path` set."""
     if model is not None and model_dir is None:
-        model, model_dir = resolve_model(model)
+        model, model_dir = quickstart_model(model)
     base = load_preset(preset or MODEL_PRESETS.get(model or "", "smollm2"))
     if model_dir is not None:
         base.setdefault("model", {})["path"] = str(Path(model_dir).resolve())

@@ -103,9 +103,9 @@ class Scheduler:
         self.order = self._fixed_order(order_file)
 
     def _fixed_order(self, order_file: str | None) -> list[list[str]] | None:
-        """`schedule.policy: fixed_order` replays `order_file` (schedule/fixed_order.py); None otherwise."""
+        """`schedule.name: fixed_order` replays `order_file` (schedule/fixed_order.py); None otherwise."""
         if (self.policy_name == "fixed_order") != (order_file is not None):
-            raise ConfigError(f"schedule.policy={self.policy_name!r} with {ORDER_KEY}={order_file!r}: the fixed_order "
+            raise ConfigError(f"schedule.name={self.policy_name!r} with {ORDER_KEY}={order_file!r}: the fixed_order "
                               "policy and an order file go together")
         if order_file is None:
             return None
@@ -164,7 +164,7 @@ class Scheduler:
         return [self.tasks[i] for i in chosen]
 
     def _replay(self, n: int) -> list[Task]:
-        """Line `draws` of the order file (schedule.policy=fixed_order)."""
+        """Line `draws` of the order file (schedule.name=fixed_order)."""
         if self.draws >= len(self.order or []):
             raise ConfigError(f"{ORDER_KEY}: the order file has {len(self.order or [])} steps; step {self.draws} was asked for")
         ids = self.order[self.draws]  # type: ignore[index]

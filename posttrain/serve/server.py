@@ -15,7 +15,6 @@ The draft model is resolved like MODEL and must share its tokenizer's vocabulary
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 import threading
 import time
@@ -46,8 +45,9 @@ def check_speculative(speculative: str | None, draft_model: str | None) -> None:
         raise ConfigError(f"--draft-model is used by --speculative draft only, not {speculative or 'none'}")
 
 
-def resolve_model(model: str) -> tuple[Any, Any, str]:
-    """(hf_model, tokenizer, served name) for a directory, a catalog name or `tiny`."""
+def load_served_model(model: str) -> tuple[Any, Any, str]:
+    """(hf_model, tokenizer, served name) for a directory, a catalog name (converted into
+    $POSTTRAIN_MODELS_DIR on first use, models/catalog.py) or `tiny`."""
     from posttrain.models import load_policy
 
     if model == "tiny":
@@ -62,13 +62,9 @@ def resolve_model(model: str) -> tuple[Any, Any, str]:
         check_model_dir(p, need_chat_template=False)
         m, tok = load_policy(p)
         return m, tok, p.name
-    from posttrain.models.catalog import get_real_model, real_model
+    from posttrain.models.catalog import catalog_model_dir
 
-    real_model(model)  # ConfigError naming the known models when unknown
-    cache = Path(os.environ.get("POSTTRAIN_MODEL_CACHE", Path.home() / ".cache" / "posttrain" / "models")) / model
-    if not (cache / "config.json").is_file():
-        get_real_model(model, cache)
-    m, tok = load_policy(cache)
+    m, tok = load_policy(catalog_model_dir(model))  # an unknown name: an error naming the known models
     return m, tok, model
 
 
@@ -77,9 +73,9 @@ def load_engine(model: str, max_batch: int = 32, max_len: int | None = 2048, spe
     from posttrain.rollout.engines.fast.engine import FastEngine
 
     check_speculative(speculative, draft_model)
-    m, tok, name = resolve_model(model)
+    m, tok, name = load_served_model(model)
     if draft_model:  # an HF causal LM: the draft speculator builds its own FastLM on the engine's device
-        engine_args["draft_model"] = resolve_model(draft_model)[0]
+        engine_args["draft_model"] = load_served_model(draft_model)[0]
     eng = FastEngine(m, tok, max_batch=max_batch, max_model_len=max_len, speculative=speculative, **engine_args)
     return eng, tok, name
 

@@ -17,7 +17,7 @@ with `rl.advantage`. Hand-computed checks live in tests/unit/train/test_advantag
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 import torch
 
@@ -92,13 +92,15 @@ def padded_rewards(groups: Sequence[Sequence[Trajectory]], min_group: int = 2) -
     return rewards, mask
 
 
-def estimate_advantages(groups: Sequence[Sequence[Trajectory]], name: str) -> torch.Tensor:
+def estimate_advantages(groups: Sequence[Sequence[Trajectory]], name: str,
+                        args: Mapping[str, Any] | None = None) -> torch.Tensor:
     """One advantage per trajectory ([B], flattened group-major, B = sum of group sizes): ONE call of
-    the estimator over the padded batch; infra errors and baseline-less groups get 0."""
+    the estimator over the padded batch; infra errors and baseline-less groups get 0. `args`: the
+    estimator's keyword arguments (rl.advantage.args)."""
     if not groups:
         return torch.zeros(0)
     rewards, mask = padded_rewards(groups, ADVANTAGES.props(name)["min_group"])  # [G, n_max] each
-    adv = ADVANTAGES.get(name)(rewards, mask)  # [G, n_max]
+    adv = ADVANTAGES.get(name)(rewards, mask, **(args or {}))  # [G, n_max]
     return torch.cat([adv[i, : len(g)] for i, g in enumerate(groups)])  # [B]
 
 

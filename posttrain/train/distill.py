@@ -105,8 +105,8 @@ def train_distill(cfg: RunConfig, tasks: Sequence[Task], model: Any, tok: Any,
                   on_step: Callable[[dict[str, float]], None] | None = None) -> list[dict[str, float]]:
     """`cfg.rl.steps` distillation steps over `tasks` (rl.prompts_per_step a step, cycling) on `model`
     (already LoRA-wrapped where trainer.lora is set: train/lora.prepare_model)."""
-    if cfg.rl.loss != "distill":
-        raise ConfigError(f"train_distill needs rl.loss=distill, got {cfg.rl.loss!r}")
+    if cfg.rl.loss.name != "distill":
+        raise ConfigError(f"train_distill needs rl.loss=distill, got {cfg.rl.loss.name!r}")
     teacher = load_teacher(cfg, tok)
     engine = _engine(cfg, model, tok)
     params = [p for p in model.parameters() if p.requires_grad]

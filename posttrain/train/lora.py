@@ -47,8 +47,6 @@ def apply_lora(model: Any, tcfg: TrainerConfig) -> Any:
 
 
 def prepare_model(model: Any, tcfg: TrainerConfig) -> Any:
-    if tcfg.precision not in ("auto", "fp32", "bf16"):
-        raise ConfigError(f"trainer.precision must be auto, fp32 or bf16, got {tcfg.precision!r}")
     if tcfg.grad_accum < 1:
         raise ConfigError(f"trainer.grad_accum must be >= 1, got {tcfg.grad_accum}")
     if tcfg.gradient_checkpointing:

@@ -99,7 +99,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     torch.manual_seed(cfg.seed)
     mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in train_tasks)}
     cur = cfg.schedule.curriculum  # its levels shaped the task pool (tasks/splits.py); the rest steers draws
-    sched = Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.policy, seed=cfg.seed,
+    sched = Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.name, seed=cfg.seed,
                       curriculum=None if cur is None else cur.model_dump(exclude={"levels"}), **cfg.schedule.args)
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt is not None and cfg.trainer.lora is None:  # with LoRA the caller's model is the (unchanged) base
@@ -153,7 +153,7 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
     """Everything after the rollout: advantages, update, sync, store; the step's metrics row."""
     cfg = st.cfg.rl
     flat = [t for g in batch.train_groups for t in g]
-    adv = estimate_advantages(batch.train_groups, cfg.advantage)
+    adv = estimate_advantages(batch.train_groups, cfg.advantage.name, cfg.advantage.args)
     learn_idx = [i for i, t in enumerate(flat) if not t.infra_error]
     stats: dict[str, float] = {}
     if learn_idx:

@@ -4,7 +4,7 @@
 
 `adv` is one advantage per trajectory ([B]). Trajectories with an infrastructure error
 are excluded before this call. The loss and KL estimator come from their registries by
-the names in `cfg` (`rl.loss`, `rl.kl_estimator`); this file has no algorithm switch.
+the names in `cfg` (`rl.loss.name`, `rl.kl_estimator`); this file has no algorithm switch.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     micro-batch's exact share for a loss that is a sum over rows with mask-only normalisers,
     which every built-in loss is (tests/unit/train/test_micro_batches.py checks each). The
     loss and its statistics are then computed once over the whole minibatch's logprobs."""
-    loss_fn = LOSSES.get(cfg.loss)
+    loss_fn = LOSSES.get(cfg.loss.name)
     kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ref_model is not None else None
     model.train()
     order = torch.arange(len(trajs))

@@ -51,7 +51,7 @@ def replay_scheduler(out):
     cfg = load_config(out / "config.yaml", [])
     pool = load_pinned(out).rl
     mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in pool)}
-    sched = Scheduler(pool, mixture or None, policy=cfg.schedule.policy, seed=cfg.seed, **cfg.schedule.args)
+    sched = Scheduler(pool, mixture or None, policy=cfg.schedule.name, seed=cfg.seed, **cfg.schedule.args)
     store = TrajectoryStore(out / "trajectories.sqlite")
     issued = [[t.id for t in sched.next_batch(P)] for _ in range(K + 1)]
     stored = []

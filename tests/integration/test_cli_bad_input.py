@@ -11,13 +11,13 @@ CLI = [sys.executable, "-m", "posttrain.cli.main"]
 
 # (argv after `posttrain`, text the one-line error must contain)
 CASES = [
-    (["rl", "examples/tiny_rl.yaml", "rl.loss=ppo"], "rl.loss='ppo'"),
+    (["rl", "examples/tiny_rl.yaml", "rl.loss=ppo"], "rl.loss.name='ppo'"),
     (["rl", "examples/tiny_rl.yaml", "rl.steps=-3"], "rl.steps"),
     (["rl", "examples/tiny_rl.yaml", "engine.name=nope"], "engine.name='nope'"),
     (["rl", "examples/tiny_rl.yaml", "rl.group_size=1"], "rl.group_size=1"),
     (["rl", "examples/tiny_rl.yaml", "tasks.domains={nosuch: {}}"], "tasks.domains.nosuch"),
     (["rl", "examples/tiny_rl.yaml", "--plugin", "no_such_plugin.py"], "no_such_plugin.py"),
-    (["sft", "examples/tiny_rl.yaml", "sft.lr=-1"], "sft.lr"),
+    (["sft", "examples/tiny_rl.yaml", "sft.optim.lr=-1"], "sft.optim.lr"),
     (["dpo", "examples/tiny_rl.yaml", "dpo.loss=hinge"], "dpo.loss='hinge'"),
     (["rl", "examples/tiny_rl.yaml", "engine.args.bogus=1"], "engine.args.bogus: engine 'fast'"),
     (["rl", "examples/tiny_rl.yaml", "tasks.domains.arithmetic.args.bogus=1"], "tasks.domains.arithmetic.args.bogus"),
@@ -32,7 +32,7 @@ CASES = [
     (["rl", "examples/tiny_rl.yaml", "rl.overlong.name=soft_penalty", "rl.overlong.args={cache: 2, bogus: 1}"],
      "rl.overlong.args.bogus"),
     (["rl", "examples/tiny_rl.yaml", "rl.loss=grpo", "rl.loss_norm=constant"], "rl.loss_norm=constant: rl.loss='grpo'"),
-    (["rl", "examples/tiny_rl.yaml", "schedule.policy=fixed_order"], "the fixed_order policy and an order file"),
+    (["rl", "examples/tiny_rl.yaml", "schedule.name=fixed_order"], "the fixed_order policy and an order file"),
 ]
 
 
@@ -55,7 +55,7 @@ def test_a_fixed_order_naming_a_task_outside_the_split_is_one_line_and_writes_no
     order.write_text(f"{ids[0]} {ids[1]}\n{ids[2]} not-a-task\n")
     out = tmp_path / "run"
     r = subprocess.run(CLI + ["rl", "examples/tiny_rl.yaml", "rl.prompts_per_step=2", "rl.steps=2", "sft.steps=0",
-                              "schedule.policy=fixed_order", f"schedule.args.order_file={order}", "--out", str(out)],
+                              "schedule.name=fixed_order", f"schedule.args.order_file={order}", "--out", str(out)],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "step 1 names task 'not-a-task'" in lines[0], r.stderr[-1500:]

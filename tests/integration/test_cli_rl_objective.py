@@ -17,7 +17,7 @@ SMALL = ["tasks.domains.arithmetic.n_train=24", "tasks.domains.arithmetic.n_eval
 # each departure a default run prints, by the key that turns it off
 OFF = {"sft.steps": "sft.steps=0", "tasks.sft_frac": "tasks.sft_frac=0", "rl.optim.warmup": "rl.optim.warmup=0",
        "rl.overlong.name": "rl.overlong.name=score", "rl.loss_norm": "rl.loss_norm=all_tokens",
-       "rl.loss": "rl.loss=grpo", "tasks.answer_format": "tasks.answer_format=text", "eval.before": "eval.before=false",
+       "rl.loss.name": "rl.loss.name=grpo", "tasks.answer_format": "tasks.answer_format=text", "eval.before": "eval.before=false",
        "eval.after": "eval.after=false"}
 
 
@@ -67,9 +67,9 @@ def test_each_departure_turned_off_gives_a_plain_run_with_a_fixed_split_and_orde
     (tmp_path / "order.txt").write_text("\n".join(" ".join(line) for line in order) + "\n")
     out, stdout = run(tmp_path, "plain", *(v for k, v in OFF.items() if k != "rl.loss_norm"),
                       f"tasks.heldout_files=[{tmp_path / 'heldout.jsonl'}]", "tasks.domains={}",
-                      "schedule.policy=fixed_order", f"schedule.args.order_file={tmp_path / 'order.txt'}")
+                      "schedule.name=fixed_order", f"schedule.args.order_file={tmp_path / 'order.txt'}")
     block = departure_block(stdout)
-    assert block[0].startswith("schedule.policy=fixed_order")  # the one departure left is the one asked for
+    assert block[0].startswith("schedule.name=fixed_order")  # the one departure left is the one asked for
     assert len(block) == 1, block
     assert "held-out comparison skipped" in stdout
     assert not (out / "eval_before.json").exists() and not (out / "eval_after.json").exists()

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SMOL = real_smollm2_dir()
 TINY = ["tasks.domains.bfcl.n_train=4", "tasks.domains.bfcl.n_eval=3", "tasks.domains.ifbench.n_train=2",
         "tasks.domains.ifbench.n_eval=3", "rl.steps=1", "rl.prompts_per_step=2", "rl.group_size=2",
-        "rl.max_new_tokens=8", "eval.max_new_tokens=8", "rl.warmup_steps=0"]
+        "rl.max_new_tokens=8", "eval.max_new_tokens=8", "rl.optim.warmup=0"]
 
 
 def _packages_missing() -> str:

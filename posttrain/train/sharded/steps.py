@@ -119,9 +119,9 @@ def rl_update(ctx: RankContext, p: dict) -> dict:
     from posttrain.train.update import SampleLayout
 
     cfg, trajs, adv = p["cfg"], p["trajs"], p["adv"]
-    loss_fn = registry("loss").get(cfg.loss)
+    loss_fn = registry("loss").get(cfg.loss.name)
     kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ctx.ref is not None else None
-    units = registry("loss").props(cfg.loss)["units"]  # declared by the loss: tokens or sequences
+    units = registry("loss").props(cfg.loss.name)["units"]  # declared by the loss: tokens or sequences
     n_mb = max(1, min(cfg.minibatches, len(trajs)))
     totals: dict[str, float] = {}
     for _epoch in range(cfg.update_epochs):

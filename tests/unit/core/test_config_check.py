@@ -13,8 +13,8 @@ from posttrain.errors import ConfigError
 
 
 @pytest.mark.parametrize("override, named", [
-    ("rl.loss=ppo", "rl.loss='ppo'"), ("rl.advantage=magic", "rl.advantage='magic'"),
-    ("engine.name=nope", "engine.name='nope'"), ("schedule.policy=greedy", "schedule.policy='greedy'"),
+    ("rl.loss=ppo", "rl.loss.name='ppo'"), ("rl.advantage=magic", "rl.advantage.name='magic'"),
+    ("engine.name=nope", "engine.name='nope'"), ("schedule.name=greedy", "schedule.name='greedy'"),
     ("tasks.domains.nosuch={}", "tasks.domains.nosuch"),
 ])
 def test_unknown_registry_name_is_named_with_the_known_ones(override, named):

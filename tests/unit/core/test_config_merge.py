@@ -50,7 +50,7 @@ def test_keys_nothing_reads_are_gone(key):
 
 def test_loss_gets_its_own_clip_defaults_unless_set():
     assert "clip_eps" not in load_config(None, ["rl.loss=gspo"]).rl.loss_kwargs()
-    kw = load_config(None, ["rl.clip_eps=0.1", "rl.loss_args={clip_eps_high: 0.3}"]).rl.loss_kwargs()
+    kw = load_config(None, ["rl.clip_eps=0.1", "rl.loss.args={clip_eps_high: 0.3}"]).rl.loss_kwargs()
     assert kw["clip_eps"] == 0.1 and kw["clip_eps_high"] == 0.3
 
 
@@ -59,7 +59,7 @@ def test_loss_args_reach_the_loss():
 
     from posttrain.registry import registry
 
-    kw = load_config(None, ["rl.loss=gspo", "rl.loss_args={clip_eps: 0.5, clip_eps_high: 0.5}"]).rl.loss_kwargs()
+    kw = load_config(None, ["rl.loss={name: gspo, args: {clip_eps: 0.5, clip_eps_high: 0.5}}"]).rl.loss_kwargs()
     logp = torch.full((1, 3), -1.0)
     old = torch.full((1, 3), -1.5)  # ratio e^0.5 = 1.65: clipped at 1.5 with these args, at 1.0004 by default
     adv, mask = torch.ones(1), torch.ones(1, 3)
@@ -69,7 +69,8 @@ def test_loss_args_reach_the_loss():
 
 
 def test_relative_plugin_paths_resolve_against_the_yaml_file(tmp_path, monkeypatch):
-    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "plugins").mkdir(parents=True)
+    (tmp_path / "conf" / "plugins" / "mine.py").write_text("")  # load_config imports it, before the names are checked
     p = tmp_path / "conf" / "c.yaml"
     p.write_text("plugins: [plugins/mine.py]\n")
     monkeypatch.chdir(tmp_path)

@@ -75,6 +75,7 @@ def test_metrics_name_every_node():
 
 def test_no_cluster_imports_no_ray():
     code = ("import sys, posttrain.distributed, posttrain.train.rl, posttrain.recipes.quickstart, posttrain.cli.main;"
+            "from posttrain.builtins import load_builtins; load_builtins();"  # as the CLI does: load_config checks names
             "from posttrain.config import load_config; import posttrain.distributed as d;"
             "assert not d.enabled(load_config(None)); assert 'ray' not in sys.modules, 'ray imported'")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

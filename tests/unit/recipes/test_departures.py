@@ -7,7 +7,7 @@ from posttrain.config import load_config
 from posttrain.recipes.departures import departure_lines, departures
 
 OFF = {"sft.steps": "sft.steps=0", "tasks.sft_frac": "tasks.sft_frac=0", "rl.optim.warmup": "rl.optim.warmup=0",
-       "rl.overlong.name": "rl.overlong.name=score", "rl.loss_norm": "rl.loss_norm=all_tokens", "rl.loss": "rl.loss=grpo",
+       "rl.overlong.name": "rl.overlong.name=score", "rl.loss_norm": "rl.loss_norm=all_tokens", "rl.loss.name": "rl.loss.name=grpo",
        "tasks.answer_format": "tasks.answer_format=text", "eval.before": "eval.before=false",
        "eval.after": "eval.after=false"}
 
@@ -23,7 +23,7 @@ def test_the_defaults_depart_on_every_listed_setting():
 @pytest.mark.parametrize("key", sorted(OFF))
 def test_each_off_key_removes_its_line_and_only_it(key):
     also = {"sft.steps": "tasks.sft_frac",  # no SFT: its split share does not apply
-            "rl.loss": "rl.loss_norm"}  # grpo averages per sequence: no token normaliser to speak of
+            "rl.loss.name": "rl.loss_norm"}  # grpo averages per sequence: no token normaliser to speak of
     gone = {key, also.get(key, key)}
     assert keys(OFF[key]) == set(OFF) - gone
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from posttrain.errors import ConfigError
-from posttrain.recipes.quickstart import MODEL_PRESETS, model_preset_config, resolve_model
+from posttrain.recipes.quickstart import MODEL_PRESETS, model_preset_config, quickstart_model
 from posttrain.eval.stats import wilson
 from posttrain.recipes.report import add_intervals, write_report
 
@@ -22,31 +22,31 @@ def _model_dir(tmp_path, name="smollm2-135m-instruct"):
 
 def test_a_converted_directory_names_its_model_through_the_manifest(tmp_path):
     d = _model_dir(tmp_path)
-    assert resolve_model(str(d)) == ("smollm2-135m-instruct", d)
+    assert quickstart_model(str(d)) == ("smollm2-135m-instruct", d)
 
 
 def test_a_catalog_name_resolves_under_the_models_home(tmp_path, monkeypatch):
     monkeypatch.setenv("POSTTRAIN_MODELS_DIR", str(tmp_path))
     d = _model_dir(tmp_path)
-    assert resolve_model("smollm2-135m-instruct", convert=False) == ("smollm2-135m-instruct", d)
+    assert quickstart_model("smollm2-135m-instruct", convert=False) == ("smollm2-135m-instruct", d)
 
 
 def test_an_unconverted_catalog_model_without_conversion_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setenv("POSTTRAIN_MODELS_DIR", str(tmp_path))
     with pytest.raises(ConfigError, match="posttrain models get smollm2-135m-instruct"):
-        resolve_model("smollm2-135m-instruct", convert=False)
+        quickstart_model("smollm2-135m-instruct", convert=False)
 
 
 @pytest.mark.parametrize("bad", ["no-such-model", "gemma3-270m"])
 def test_a_model_without_a_preset_is_refused_naming_the_known_ones(bad):
     with pytest.raises(ConfigError) as e:
-        resolve_model(bad)
+        quickstart_model(bad)
     assert bad in str(e.value) and "smollm2-135m-instruct" in str(e.value) and "\n" not in str(e.value)
 
 
 def test_a_directory_of_another_model_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="no recipe preset"):
-        resolve_model(str(_model_dir(tmp_path, "gemma3-270m")))
+        quickstart_model(str(_model_dir(tmp_path, "gemma3-270m")))
 
 
 def test_the_smollm2_preset_is_grpo_with_lora_on_real_domains_and_passes_the_config_check(tmp_path):

@@ -1,4 +1,4 @@
-"""schedule.policy=fixed_order: step s replays line s of the order file by task id, resumes at the
+"""schedule.name=fixed_order: step s replays line s of the order file by task id, resumes at the
 next line, and refuses (one line) an order naming a task outside the split or of the wrong size."""
 
 import json
@@ -67,7 +67,7 @@ def test_policy_and_order_file_go_together(policy, args, named, tasks):
 
 
 def test_an_id_that_is_an_sft_demonstration_is_not_in_the_rl_split(tmp_path, tasks):
-    cfg = load_config(None, ["schedule.policy=fixed_order", f"schedule.args.order_file={write(tmp_path, 'arith-0')}",
+    cfg = load_config(None, ["schedule.name=fixed_order", f"schedule.args.order_file={write(tmp_path, 'arith-0')}",
                              "rl.prompts_per_step=1", "rl.steps=1"])
     check_rl_splits(cfg, Splits(tasks, [], []))
     with pytest.raises(ConfigError, match="names task 'arith-0', which is not in the RL split"):
@@ -79,7 +79,7 @@ def test_an_id_that_is_an_sft_demonstration_is_not_in_the_rl_split(tmp_path, tas
     ("arith-0\n", ["rl.prompts_per_step=1", "rl.steps=2"], "has 1 steps; rl.steps=2 needs as many"),
 ])
 def test_order_file_shape_is_checked_at_config_load(tmp_path, text, overrides, named):
-    cfg = load_config(None, ["schedule.policy=fixed_order", f"schedule.args.order_file={write(tmp_path, text)}",
+    cfg = load_config(None, ["schedule.name=fixed_order", f"schedule.args.order_file={write(tmp_path, text)}",
                              "tasks.domains={arithmetic: {n_train: 8, n_eval: 2}}", *overrides])
     with pytest.raises(ConfigError, match=named):
         check_config(cfg, needs=("rl",))

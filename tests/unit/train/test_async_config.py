@@ -8,7 +8,7 @@ from posttrain.errors import ConfigError
 
 
 @pytest.mark.parametrize("overrides,expect", [
-    (["rl.max_staleness=-1"], "rl.max_staleness=-1: must be >= 0"),
+    (["rl.max_staleness=-1"], "'rl.max_staleness' in defaults (with overrides rl.max_staleness=-1): Input should be greater than or equal to 0"),
     (["rl.offpolicy.name=tiss"], "rl.offpolicy.name='tiss' is not a registered offpolicy (did you mean 'tis'?); known: icepop, mis, none, tis"),
     (["rl.partial_rollouts=true"], "rl.partial_rollouts=true needs rl.max_staleness >= 1"),
     (["rl.partial_rollouts=true", "rl.max_staleness=1", "engine.name=hf"],

@@ -50,7 +50,7 @@ def test_a_fixed_order_reaches_the_scheduler(tmp_path):
     ids = [t.id for t in make_splits(load_config(None, BASE)).train]
     order = tmp_path / "order.txt"
     order.write_text(f"{ids[0]} {ids[1]}\n{ids[2]} {ids[3]}\n")
-    st, _ = _state(tmp_path, "schedule.policy=fixed_order", f"schedule.args={{order_file: {order}}}")
+    st, _ = _state(tmp_path, "schedule.name=fixed_order", f"schedule.args={{order_file: {order}}}")
     try:
         assert st.scheduler.order == [[ids[0], ids[1]], [ids[2], ids[3]]]
     finally:
