@@ -19,6 +19,8 @@ Layout (docs/viewer.md, "The run directory"):
     checkpoints/step-N/    a checkpoint after step N (train/checkpoint.py); .tmp-step-N while written;
                            dcp-step-N/ holds a sharded run's optimizer shards
     postmortem/            `posttrain postmortem`'s SFT and DPO files
+    base-model/, sft-model/, model/   models a recipe saved (the start of RL, the SFT warm-up,
+                           the sft / dpo recipes' result)
 
 No module outside posttrain/store spells these names: tests/unit/core/test_run_dir_owner.py
 fails when one does.
@@ -42,6 +44,9 @@ TASKS = "tasks"
 TENSORBOARD = "tb"
 CHECKPOINTS = "checkpoints"
 POSTMORTEM = "postmortem"
+BASE_MODEL = "base-model"  # the model RL started from (a recipe's copy)
+SFT_MODEL = "sft-model"  # the quickstart / vision recipes' SFT warm-up
+MODEL = "model"  # the sft / dpo recipes' trained model
 CHECKPOINT_PREFIX = "step-"  # checkpoints/step-N
 CHECKPOINT_TMP_PREFIX = ".tmp-step-"  # checkpoints/.tmp-step-N while it is written
 DCP_PREFIX = "dcp-step-"  # checkpoints/dcp-step-N: a sharded run's optimizer shards
@@ -93,6 +98,18 @@ class RunDir:
     @property
     def postmortem(self) -> Path:
         return self.path / POSTMORTEM
+
+    @property
+    def base_model(self) -> Path:
+        return self.path / BASE_MODEL
+
+    @property
+    def sft_model(self) -> Path:
+        return self.path / SFT_MODEL
+
+    @property
+    def model(self) -> Path:
+        return self.path / MODEL
 
     def is_run(self) -> bool:
         """A directory a training command wrote: it holds config.yaml."""

@@ -110,8 +110,9 @@ class RunView:
 
 
 def _tokenizer_file(run_dir: Path) -> Path | None:
-    for sub in ("model", "sft-model", "base-model"):
-        p = run_dir / sub / "tokenizer.json"
+    run = RunDir(run_dir)
+    for sub in (run.model, run.sft_model, run.base_model):
+        p = sub / "tokenizer.json"
         if p.is_file():
             return p
     newest = RunDir(run_dir).newest_checkpoint()  # numerically newest: step-10 after step-9
