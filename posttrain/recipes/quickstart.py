@@ -24,6 +24,7 @@ from typing import Any
 from posttrain.config import RunConfig
 from posttrain.eval.heldout import HeldoutResult, paired_mcnemar
 from posttrain.models.base import build_base
+from posttrain.store.run import SUMMARY
 from posttrain.recipes.pipeline import Report, RunContext, recipe
 from posttrain.recipes.presets import load_preset
 from posttrain.tasks.splits import Splits, make_splits
@@ -288,7 +289,7 @@ class TextRL:
     GRPO-family RL (train/rl.py) -> eval -> paired McNemar (`posttrain quickstart`, `posttrain rl`)."""
 
     title = "posttrain quickstart"
-    summary_file = "summary.json"
+    summary_file = SUMMARY
     sandboxed = True
     resumable = True
 

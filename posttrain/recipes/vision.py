@@ -30,6 +30,7 @@ from typing import Any, Sequence
 from posttrain.config import RunConfig, load_config
 from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnemar
 from posttrain.recipes.pipeline import Report, RunContext, recipe
+from posttrain.store.run import SUMMARY
 from posttrain.recipes.presets import load_preset
 from posttrain.tasks.splits import Splits, make_splits
 from posttrain.train.vision_base import build_base_vlm
@@ -158,7 +159,7 @@ class VisionRL:
     """Image tasks on the tiny VLM, with the blank-image and alt-text controls (module docstring)."""
 
     title = "posttrain quickstart --vision"
-    summary_file = "summary.json"
+    summary_file = SUMMARY
     sandboxed = False  # chart, ui and drawing are checked in process
     resumable = False
 
