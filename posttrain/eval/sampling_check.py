@@ -12,7 +12,6 @@ else, and says so with the flags that reproduce the run.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Iterable
 
 from posttrain.eval.records import SampleRecord

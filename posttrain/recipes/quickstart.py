@@ -24,9 +24,9 @@ from typing import Any
 from posttrain.config import RunConfig
 from posttrain.eval.heldout import HeldoutResult, paired_mcnemar
 from posttrain.models.base import build_base
-from posttrain.store.run import SUMMARY
 from posttrain.recipes.pipeline import Report, RunContext, recipe
 from posttrain.recipes.presets import load_preset
+from posttrain.store.run import SUMMARY
 from posttrain.tasks.splits import Splits, make_splits
 from posttrain.types import Task
 

@@ -30,8 +30,8 @@ from typing import Any, Sequence
 from posttrain.config import RunConfig, load_config
 from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnemar
 from posttrain.recipes.pipeline import Report, RunContext, recipe
-from posttrain.store.run import SUMMARY
 from posttrain.recipes.presets import load_preset
+from posttrain.store.run import SUMMARY
 from posttrain.tasks.splits import Splits, make_splits
 from posttrain.train.vision_base import build_base_vlm
 from posttrain.types import Message, Task
