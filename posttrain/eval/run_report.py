@@ -168,8 +168,8 @@ def write_run_report(run_dir: str | Path, title: str | None = None) -> Path:
         from posttrain.schedule.plots import plot_scheduler
 
         plot_scheduler(d, rows)  # redrawn from the rows: only the panels that teach something
-    if (d / "scheduler.png").is_file():
-        b64 = base64.b64encode((d / "scheduler.png").read_bytes()).decode()
+    if run.scheduler_page.is_file():
+        b64 = base64.b64encode(run.scheduler_page.read_bytes()).decode()
         parts += ["<h2>Scheduler</h2>", f"<img alt='scheduler' src='data:image/png;base64,{b64}'>"]
     if table:
         parts += [f"<h2>Flips ({len(table['flips'])})</h2>", _flips(table["flips"])]

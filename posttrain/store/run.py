@@ -14,6 +14,8 @@ Layout (docs/viewer.md, "The run directory"):
     summary.json           the run's final numbers and warnings
     trajectories.sqlite    every sample (store/trajectories.py writes, store/run_queries.py reads)
     report.html            the self-contained report (eval/run_report.py)
+    eval_before.json, eval_after.json   a recipe's held-out evaluations (recipes/quickstart.py)
+    scheduler.png          the scheduler's page (schedule/plots.py)
     tasks/*.jsonl          the pinned train / held-out tasks
     tb/                    TensorBoard events
     checkpoints/step-N/    a checkpoint after step N (train/checkpoint.py); .tmp-step-N while written;
@@ -44,6 +46,8 @@ TASKS = "tasks"
 TENSORBOARD = "tb"
 CHECKPOINTS = "checkpoints"
 POSTMORTEM = "postmortem"
+SCHEDULER_PAGE = "scheduler.png"  # schedule/plots.py draws it, report.html embeds it
+EVAL_PREFIX = "eval_"  # eval_before.json / eval_after.json: a recipe's held-out evaluations
 BASE_MODEL = "base-model"  # the model RL started from (a recipe's copy)
 SFT_MODEL = "sft-model"  # the quickstart / vision recipes' SFT warm-up
 MODEL = "model"  # the sft / dpo recipes' trained model
@@ -98,6 +102,14 @@ class RunDir:
     @property
     def postmortem(self) -> Path:
         return self.path / POSTMORTEM
+
+    @property
+    def scheduler_page(self) -> Path:
+        return self.path / SCHEDULER_PAGE
+
+    def eval_result(self, phase: str) -> Path:
+        """A recipe's held-out evaluation at `phase` ("before" or "after" RL)."""
+        return self.path / f"{EVAL_PREFIX}{phase}.json"
 
     @property
     def base_model(self) -> Path:

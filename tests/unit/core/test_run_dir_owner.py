@@ -17,7 +17,8 @@ PKG = Path(__file__).resolve().parents[3] / "posttrain"
 OWNER = PKG / "store"
 
 # a run directory's names as whole words ("agent_summary.json" is not "summary.json")
-NAMES = re.compile(r"(?<![\w-])(metrics\.jsonl|summary\.json|config\.yaml|trajectories\.sqlite|report\.html)"
+NAMES = re.compile(r"(?<![\w-])(metrics\.jsonl|summary\.json|config\.yaml|trajectories\.sqlite|report\.html"
+                   r"|eval_before\.json|eval_after\.json|scheduler\.png|base-model|sft-model)(?![\w-])"
                    r"|^checkpoints$|(?<![\w.])(dcp-)?step-(\*|\(|$)")
 SQL_CALLS = {"execute", "executemany", "executescript"}
 
