@@ -11,6 +11,7 @@ import typer
 
 from posttrain.cli.common import load_plugins, plugin_option
 from posttrain.eval.infra import DEFAULT_MAX_INFRA_RATE
+from posttrain.store.run import REPORT, SUMMARY, TRAJECTORIES, RunDir
 
 
 def _dumps(obj: Any) -> str:
@@ -35,7 +36,7 @@ def compare_cmd(
     fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
                                             help="Exit 1 unless every domain is improved or unchanged (for CI)."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as one JSON object."),
-    report: Optional[Path] = typer.Option(None, help="HTML report path (default RUN_B/report.html)."),
+    report: Optional[Path] = typer.Option(None, help=f"HTML report path (default RUN_B/{REPORT})."),
     seed: int = typer.Option(0, help="Seed of the paired bootstrap."),
 ) -> None:
     """Paired before/after comparison of two evaluation runs, with a regression gate."""
@@ -43,7 +44,7 @@ def compare_cmd(
     from posttrain.eval.report import write_report
 
     cmp = compare_runs(run_a, run_b, margin=margin, seed=seed)
-    path = write_report(cmp, report or run_b / "report.html")
+    path = write_report(cmp, report or RunDir(run_b).report)
     if as_json:
         print(_dumps({**cmp.to_dict(), "report": str(path)}))
     else:
@@ -75,7 +76,7 @@ def _print_comparison(cmp, report_path: str) -> None:
 
 
 def eval_cmd(
-    out: Path = typer.Option(..., "--out", help="Run directory for samples.jsonl and summary.json (resumable)."),
+    out: Path = typer.Option(..., "--out", help=f"Run directory for samples.jsonl and {SUMMARY} (resumable)."),
     model: Optional[str] = typer.Option(None, "--model", help="HF model directory or training run (newest checkpoint)."),
     suite: str = typer.Option("regression", "--suite", help="Built-in suite name or suite YAML path."),
     epochs: Optional[int] = typer.Option(None, help="Samples per task (default: the suite's)."),
@@ -210,7 +211,7 @@ async def _with_sandbox(fn, concurrency: int):
 
 
 def replay_cmd(
-    run: Path = typer.Argument(..., help="Training run (trajectories.sqlite) or evaluation run (samples.jsonl)."),
+    run: Path = typer.Argument(..., help=f"Training run ({TRAJECTORIES}) or evaluation run (samples.jsonl)."),
     step: Optional[int] = typer.Option(None, help="Only trajectories of this training step."),
     task: Optional[str] = typer.Option(None, help="Only trajectories of this task id."),
     show_all: bool = typer.Option(False, "--all", help="List unchanged trajectories too."),

@@ -9,6 +9,8 @@ from typing import List, Optional
 
 import typer
 
+from posttrain.store.run import TRAJECTORIES
+
 
 def _launch(recipe: str, config: Path, overrides: List[str], out: Optional[Path], overwrite: bool,
             plugins: List[Path], needs: tuple[str, ...]) -> dict:
@@ -51,7 +53,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def postmortem(
-        run: Path = typer.Argument(..., help="a run directory with trajectories.sqlite"),
+        run: Path = typer.Argument(..., help=f"a run directory with {TRAJECTORIES}"),
         out: Optional[Path] = typer.Option(None, "--out", help="output folder (default RUN/postmortem)"),
     ) -> None:
         """Turn a run's failed trajectories + verifier feedback into SFT JSONL and DPO pairs."""

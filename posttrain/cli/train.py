@@ -66,11 +66,12 @@ def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resu
          plugins: List[Path] = ()) -> None:
     from posttrain.cli.common import launch
     from posttrain.config import load_config
+    from posttrain.store.run import RunDir
     from posttrain.store.run_dir import claim_run_dir
 
     if resume is not None:
         claim_run_dir(resume, resume=True)  # a run directory, before its config.yaml is read
-        cfg = load_config(resume / "config.yaml", overrides, plugins=plugins)
+        cfg = load_config(RunDir(resume).config, overrides, plugins=plugins)
         run_dir = resume
     else:  # --plugin files imported before the config's registry names are checked
         cfg = load_config(config, overrides, base=base, plugins=plugins)

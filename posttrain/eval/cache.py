@@ -9,6 +9,11 @@ directory, a comparison re-done) skips generation entirely; verification always 
 again, since the point of re-running is usually that the verifier changed. SQLite in WAL
 mode, so several evaluations can share one cache file.
 
+This is the one SQLite database outside posttrain/store, and on purpose: it is a cache shared
+across runs (default_cache_path(), outside any run directory), not a run's
+trajectories.sqlite, whose every read goes through store/run_queries.py
+(tests/unit/core/test_run_dir_owner.py allows this module by name).
+
 Limits: an engine that samples a whole batch from one generator makes a sample depend on
 its batch-mates, so a cached sample is a valid draw for its key but not necessarily the
 bit-identical one a fresh run would produce (at temperature 0 it is the same).

@@ -10,11 +10,11 @@ evaluation refuses to mix samples from two different models.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from posttrain.errors import ModelError
+from posttrain.store.run import CHECKPOINT_PREFIX, CHECKPOINTS, RunDir
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".json", ".model", ".txt", ".jinja")
 
@@ -27,12 +27,9 @@ class ModelRef:
 
 
 def _latest_checkpoint(run: Path) -> Path | None:
-    steps = []
-    for p in (run / "checkpoints").glob("step-*"):
-        m = re.fullmatch(r"step-(\d+)", p.name)
-        if m and (p / "config.json").is_file():
-            steps.append((int(m.group(1)), p))
-    return max(steps)[1] if steps else None
+    rd = RunDir(run)
+    steps = [s for s in rd.checkpoint_steps() if (rd.checkpoint(s) / "config.json").is_file()]
+    return rd.checkpoint(steps[-1]) if steps else None
 
 
 def hash_model_dir(path: Path) -> str:
@@ -54,12 +51,13 @@ def model_dir_of(dir_or_run: str | Path) -> tuple[Path, Path | None]:
     if not p.exists():
         raise ModelError(f"model not found: {p.resolve()} (give an HF model directory or a training run directory)")
     if (p / "config.json").is_file():
-        run = p.parent.parent if p.parent.name == "checkpoints" else None
-        return p, run if run and (run / "metrics.jsonl").exists() else None
+        run = RunDir(p.parent.parent)
+        in_run = run.checkpoints == p.parent  # runs/x/checkpoints/step-N: its run's curves come along
+        return p, run.path if in_run and run.metrics.exists() else None
     ckpt = _latest_checkpoint(p) if p.is_dir() else None
     if ckpt is None:
         raise ModelError(f"{p} is neither an HF model directory (no config.json) "
-                         f"nor a training run with checkpoints/step-N/")
+                         f"nor a training run with {CHECKPOINTS}/{CHECKPOINT_PREFIX}N/")
     return ckpt, p
 
 

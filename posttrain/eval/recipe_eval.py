@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from posttrain.eval.stats import mcnemar_exact, wilson
+from posttrain.store.run import RunDir
 
 
 def read_json(run_dir: Path, name: str) -> dict[str, Any] | None:
@@ -30,7 +31,8 @@ def read_json(run_dir: Path, name: str) -> dict[str, Any] | None:
 
 def quickstart_eval(run_dir: Path, prompt: Callable[[str], str] = lambda task_id: "") -> dict[str, Any] | None:
     """Before/after table of a recipe run; None when it has no eval_before.json."""
-    before, after = read_json(run_dir, "eval_before.json"), read_json(run_dir, "eval_after.json")
+    run = RunDir(run_dir)
+    before, after = read_json(run_dir, run.eval_result("before").name), read_json(run_dir, run.eval_result("after").name)
     if before is None:
         return None
     after = after or {"passed": {}, "domain_of": {}}

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from posttrain.errors import PosttrainError
+from posttrain.store.run import REPORT, SUMMARY
 
 SAMPLES_FILE = "samples.jsonl"
 META_FILE = "meta.json"
-SUMMARY_FILE = "summary.json"
+SUMMARY_FILE = SUMMARY  # an evaluation run names its summary and report as a training run does
 
 # Failures at these boundaries are ours, not the model's: kept out of pass rates.
 INFRA_BOUNDARIES = frozenset({"engine", "sandbox", "verifier"})
@@ -131,7 +132,7 @@ class RecordFile:
             os.fsync(f.fileno())
 
 
-RUN_FILES = (SAMPLES_FILE, META_FILE, SUMMARY_FILE, "report.html")
+RUN_FILES = (SAMPLES_FILE, META_FILE, SUMMARY_FILE, REPORT)
 
 
 def clear_eval_run(out: Path) -> None:

@@ -28,6 +28,7 @@ from typing import Any, Iterable
 from posttrain.eval.episodes import load_tokenizer, rescore
 from posttrain.eval.records import SAMPLES_FILE, EvalError, RecordFile, read_json
 from posttrain.eval.trajio import trajectory_from_dict
+from posttrain.store.run import TRAJECTORIES, RunDir
 from posttrain.types import Task, Trajectory, thaw
 
 
@@ -54,16 +55,15 @@ def _verdict(traj: Trajectory) -> dict[str, Any] | None:
 
 
 def _load_trajectories(run: Path, step: int | None, task_id: str | None) -> list[Trajectory]:
-    if (run / "trajectories.sqlite").is_file():
-        from posttrain.store.trajectories import TrajectoryStore
-
-        return list(TrajectoryStore(run / "trajectories.sqlite").iter(step=step, task_id=task_id))
+    with RunDir(run).queries() as q:  # read-only: replaying never writes to the run
+        if q is not None:
+            return list(q.trajectories(step=step, task_id=task_id))
     if (run / SAMPLES_FILE).is_file():
         recs = RecordFile(run / SAMPLES_FILE).load(repair=False).values()
         trajs = [trajectory_from_dict(r.trajectory) for r in recs if r.trajectory
                  and (task_id is None or r.task_id == task_id)]
         return [t for t in trajs if step is None or t.step == step]
-    raise EvalError(f"{run}: no trajectories.sqlite (training run) or {SAMPLES_FILE} (evaluation run) to replay")
+    raise EvalError(f"{run}: no {TRAJECTORIES} (training run) or {SAMPLES_FILE} (evaluation run) to replay")
 
 
 def _config_tasks(run: Path) -> Iterable[Task]:
@@ -72,9 +72,9 @@ def _config_tasks(run: Path) -> Iterable[Task]:
     from posttrain.tasks.io import load_tasks
     from posttrain.tasks.splits import make_splits
 
-    cfg = load_config(run / "config.yaml")
+    cfg = load_config(RunDir(run).config)
     load_plugins(cfg.plugins)  # pinned or not, the run's plugin verifiers must be registered to re-verify
-    pinned = sorted((run / "tasks").glob("*.jsonl")) if (run / "tasks").is_dir() else []
+    pinned = sorted(RunDir(run).tasks.glob("*.jsonl"))
     if pinned:  # training runs pin their exact task sets
         for f in pinned:
             yield from load_tasks(f, allow_empty=True)  # a run's own pinned split (sft.jsonl may be empty)
@@ -90,7 +90,7 @@ def task_index(run: Path) -> dict[str, Task]:
         from posttrain.eval.suite import load_suite
 
         out.update({t.version: t for t in load_suite(read_json(run / "meta.json", "run metadata")["suite_path"]).tasks})
-    if (run / "config.yaml").is_file():
+    if RunDir(run).is_run():
         out.update({t.version: t for t in _config_tasks(run)})
     return out
 

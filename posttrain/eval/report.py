@@ -18,6 +18,7 @@ from typing import Any
 from posttrain.eval import plots
 from posttrain.eval.compare import Comparison, DomainResult
 from posttrain.eval.stats import fmt_p
+from posttrain.store.run import RunDir
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -105,8 +106,8 @@ def _training_metrics(cmp: Comparison) -> dict[str, list[dict[str, Any]]]:
     out = {}
     for label, run, meta in (("A", cmp.run_a, cmp.meta_a), ("B", cmp.run_b, cmp.meta_b)):
         for cand in (Path(run), Path(meta["source_run"]) if meta.get("source_run") else None):
-            if cand is not None and (cand / "metrics.jsonl").is_file():
-                out[label] = plots.read_metrics(cand / "metrics.jsonl")
+            if cand is not None and RunDir(cand).metrics.is_file():
+                out[label] = plots.read_metrics(RunDir(cand).metrics)
                 break
     return out
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import base64
 import html
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from posttrain.eval.recipe_eval import quickstart_eval, read_json
+from posttrain.eval.recipe_eval import quickstart_eval
 from posttrain.eval.stats import fmt_p
+from posttrain.store.run import SUMMARY, RunDir
 
 SMOOTH = 0.6
 # (title, y label, predicate over metric keys); evaluated in order, empty panels dropped
@@ -43,13 +43,8 @@ PANELS: list[tuple[str, str, Callable[[str], bool]]] = [
 def _metrics(run_dir: Path) -> list[dict[str, Any]]:
     from posttrain.eval.plots import read_metrics
 
-    p = run_dir / "metrics.jsonl"
+    p = RunDir(run_dir).metrics
     return read_metrics(p) if p.is_file() else []
-
-
-def _store(run_dir: Path) -> sqlite3.Connection | None:
-    p = run_dir / "trajectories.sqlite"
-    return sqlite3.connect(f"file:{p}?mode=ro", uri=True) if p.is_file() else None
 
 
 def _prompts(run_dir: Path) -> dict[str, str]:
@@ -152,17 +147,14 @@ def write_run_report(run_dir: str | Path, title: str | None = None) -> Path:
     from posttrain.eval.run_data import reward_by_step
 
     d = Path(run_dir)
-    rows, db = _metrics(d), _store(d)
-    try:
-        rewards = reward_by_step(db) if db is not None else {}
-        findings = run_detectors(rows, db) if db is not None else []
-    finally:
-        if db is not None:
-            db.close()
+    run, rows = RunDir(d), _metrics(d)
+    with run.queries() as q:
+        rewards = reward_by_step(q) if q is not None else {}
+        findings = run_detectors(rows, q) if q is not None else []
     prompts = _prompts(d)
     table = quickstart_eval(d, lambda t: prompts.get(t, ""))
     parts = [f"<h1>{html.escape(title or d.name)}</h1><p>{html.escape(str(d.resolve()))}</p>"]
-    summary = read_json(d, "summary.json") or {}
+    summary = run.read_summary() or {}
     if table:
         r = table["rows"]
         bars = plots.pass_rate_bars([x["domain"] for x in r], [x["before"] for x in r], [x["after"] for x in r],
@@ -176,8 +168,8 @@ def write_run_report(run_dir: str | Path, title: str | None = None) -> Path:
         from posttrain.schedule.plots import plot_scheduler
 
         plot_scheduler(d, rows)  # redrawn from the rows: only the panels that teach something
-    if (d / "scheduler.png").is_file():
-        b64 = base64.b64encode((d / "scheduler.png").read_bytes()).decode()
+    if run.scheduler_page.is_file():
+        b64 = base64.b64encode(run.scheduler_page.read_bytes()).decode()
         parts += ["<h2>Scheduler</h2>", f"<img alt='scheduler' src='data:image/png;base64,{b64}'>"]
     if table:
         parts += [f"<h2>Flips ({len(table['flips'])})</h2>", _flips(table["flips"])]
@@ -188,8 +180,8 @@ def write_run_report(run_dir: str | Path, title: str | None = None) -> Path:
         parts += ["<h2>Warnings</h2><ul>" + "".join(f"<li>{html.escape(str(w))}</li>" for w in warnings.values())
                   + "</ul>"]
     if summary:
-        parts += ["<h2>summary.json</h2>", f"<pre>{html.escape(json.dumps(summary, indent=1, default=str))}</pre>"]
-    out = d / "report.html"
+        parts += [f"<h2>{SUMMARY}</h2>", f"<pre>{html.escape(json.dumps(summary, indent=1, default=str))}</pre>"]
+    out = run.report
     out.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title or d.name)}</title>"
                    f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>", encoding="utf-8")
     return out

@@ -12,10 +12,10 @@ else, and says so with the flags that reproduce the run.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Iterable
 
 from posttrain.eval.records import SampleRecord
+from posttrain.store.run import RunDir
 
 
 def _settings(meta: dict[str, Any], records: Iterable[SampleRecord]) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def _training_eval(source_run: str | None) -> dict[str, Any] | None:
     """The held-out evaluation settings of the training run a model came from, if it recorded them."""
     if not source_run:
         return None
-    p = Path(source_run) / "summary.json"
+    p = RunDir(source_run).summary
     try:
         ev = json.loads(p.read_text()).get("eval") if p.is_file() else None
     except (OSError, ValueError):

@@ -15,10 +15,11 @@ from typing import Any
 def build_base(cfg: Any, run_dir: Path) -> tuple[Any, Any]:
     from posttrain.models import load_policy, save_policy
     from posttrain.models.tiny import build_tiny
+    from posttrain.store.run import RunDir
 
     if cfg.model.path:
         return load_policy(cfg.model.path, cfg.model.dtype)
-    base = Path(run_dir) / "base-model"
+    base = RunDir(run_dir).base_model
     if not (base / "config.json").is_file():
         save_policy(*build_tiny(cfg.model.tiny, seed=cfg.seed), base)
     return load_policy(base)

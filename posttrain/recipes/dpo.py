@@ -17,6 +17,7 @@ from typing import Any
 from posttrain.config import RunConfig
 from posttrain.errors import ConfigError
 from posttrain.recipes.pipeline import RunContext, recipe
+from posttrain.store.run import RunDir
 
 
 @recipe("dpo")
@@ -97,7 +98,7 @@ class DPO:
             trainer.close()
             metrics.close()
         x["history"] = hist
-        x["out"] = (save_vlm if x["vision"] else save_policy)(export_model(ctx.model), ctx.tok, ctx.run_dir / "model")
+        x["out"] = (save_vlm if x["vision"] else save_policy)(export_model(ctx.model), ctx.tok, RunDir(ctx.run_dir).model)
 
     def summarize(self, ctx: RunContext, before: dict | None, after: dict | None) -> dict:
         x = ctx.extra

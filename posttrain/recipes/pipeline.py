@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from posttrain.config import RunConfig, dump_config
 from posttrain.registry import registry
+from posttrain.store.run import RunDir
 from posttrain.tasks.splits import Splits, pin_splits
 
 Report = Callable[[str, dict], None]  # phase, info -> progress display (cli/common.py PhaseProgress)
@@ -139,7 +140,7 @@ async def _run(r: Recipe, ctx: RunContext, title: str) -> dict:
     with ctx.phase("splits"):
         ctx.splits = r.splits(cfg)  # first: it refuses repeated task ids before anything is written
     run_dir.mkdir(parents=True, exist_ok=True)
-    dump_config(cfg, run_dir / "config.yaml")
+    dump_config(cfg, RunDir(run_dir).config)
     given = ctx.sandbox
     if r.sandboxed:
         from posttrain.recipes.cluster import run_sandbox

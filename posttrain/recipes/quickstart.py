@@ -26,6 +26,7 @@ from posttrain.eval.heldout import HeldoutResult, paired_mcnemar
 from posttrain.models.base import build_base
 from posttrain.recipes.pipeline import Report, RunContext, recipe
 from posttrain.recipes.presets import load_preset
+from posttrain.store.run import SUMMARY, RunDir
 from posttrain.tasks.splits import Splits, make_splits
 from posttrain.types import Task
 
@@ -116,7 +117,7 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     from posttrain.eval.heldout import evaluate_heldout_mixed
     from posttrain.train.sft import SupervisedLoop, demo_sequences
 
-    out = run_dir / "sft-model"
+    out = RunDir(run_dir).sft_model
     if (out / "config.json").is_file():  # a resumed run: the warm-up is done
         return load_policy(out)
     model, tok = base or build_base(cfg, run_dir)
@@ -158,7 +159,7 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
 
 async def eval_phase(name: str, run_dir: Path, engine: Any, tok: Any, tasks: list[Task], runner: Any,
                cfg: RunConfig, report: Report) -> HeldoutResult:
-    path = run_dir / f"eval_{name}.json"
+    path = RunDir(run_dir).eval_result(name)
     cached = _load_eval(path)
     if cached is not None:
         return cached
@@ -276,7 +277,7 @@ class TextRL:
     GRPO-family RL (train/rl.py) -> eval -> paired McNemar (`posttrain quickstart`, `posttrain rl`)."""
 
     title = "posttrain quickstart"
-    summary_file = "summary.json"
+    summary_file = SUMMARY
     sandboxed = True
     resumable = True
 

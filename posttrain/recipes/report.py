@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from posttrain.eval.stats import wilson
+from posttrain.store.run import SUMMARY
 
 
 def _interval(res: Any, domain: str) -> list[float]:
@@ -56,7 +57,7 @@ def write_report(run_dir: Path, summary: dict, model: str = "") -> Path:
     infra = summary["infra_errors"]
     lines += ["", f"Flips: fail->pass {f['fail_to_pass']}, pass->fail {f['pass_to_fail']}. Infra errors "
               f"(kept out): before {infra['before']}, after {infra['after']}. Wall {summary['wall_s']:.0f} s.", "",
-              "Training curve: `reward_curve.png`; every number: `summary.json`."]
+              f"Training curve: `reward_curve.png`; every number: `{SUMMARY}`."]
     path = Path(run_dir) / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path

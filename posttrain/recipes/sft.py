@@ -15,6 +15,7 @@ from typing import Any
 
 from posttrain.config import RunConfig
 from posttrain.recipes.pipeline import RunContext, recipe
+from posttrain.store.run import RunDir
 
 
 @recipe("sft")
@@ -77,7 +78,7 @@ class SFT:
             trainer.close()
             metrics.close()
         ctx.extra["history"] = hist
-        ctx.extra["out"] = save_policy(export_model(ctx.model), ctx.tok, ctx.run_dir / "model")
+        ctx.extra["out"] = save_policy(export_model(ctx.model), ctx.tok, RunDir(ctx.run_dir).model)
 
     def summarize(self, ctx: RunContext, before: float | None, after: float | None) -> dict:
         hist = ctx.extra["history"]

@@ -31,6 +31,7 @@ from posttrain.config import RunConfig, load_config
 from posttrain.eval.heldout import HeldoutResult, evaluate_heldout, paired_mcnemar
 from posttrain.recipes.pipeline import Report, RunContext, recipe
 from posttrain.recipes.presets import load_preset
+from posttrain.store.run import SUMMARY, RunDir
 from posttrain.tasks.splits import Splits, make_splits
 from posttrain.train.vision_base import build_base_vlm
 from posttrain.types import Message, Task
@@ -70,7 +71,7 @@ def sft_phase(cfg: RunConfig, run_dir: Path, train: list[Task], report: Report,
     from posttrain.models.vlm import load_vlm, save_vlm
     from posttrain.train.vision_sft import vision_sft_train
 
-    out = run_dir / "sft-model"
+    out = RunDir(run_dir).sft_model
     if (out / "config.json").is_file():
         return load_vlm(out)
     model, tok = base
@@ -158,7 +159,7 @@ class VisionRL:
     """Image tasks on the tiny VLM, with the blank-image and alt-text controls (module docstring)."""
 
     title = "posttrain quickstart --vision"
-    summary_file = "summary.json"
+    summary_file = SUMMARY
     sandboxed = False  # chart, ui and drawing are checked in process
     resumable = False
 

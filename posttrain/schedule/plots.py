@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from posttrain.store.metric_pages import ema, metric_keys, panel_grid, save_panels, series, varies
+from posttrain.store.run import RunDir
 
 SMOOTH = 0.6
 MAX_LEGEND = 12  # domains named in the difficulty panel's legend; more are drawn faint, with their mean
@@ -80,4 +81,4 @@ def plot_scheduler(run_dir: str | Path, rows: Sequence[dict]) -> Path | None:
     plt, fig, axes = panel_grid(len(panels))
     for ax, (_, draw) in zip(axes, panels):
         draw(ax)
-    return save_panels(plt, fig, axes, [t for t, _ in panels], Path(run_dir) / "scheduler.png")
+    return save_panels(plt, fig, axes, [t for t, _ in panels], RunDir(run_dir).scheduler_page)

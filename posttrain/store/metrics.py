@@ -14,6 +14,8 @@ from pathlib import Path
 import math
 from typing import Any, Sequence
 
+from posttrain.store.run import RunDir
+
 
 class MetricsLog:
     """`trackers` names registered trackers (default: tensorboard, or none with
@@ -22,8 +24,8 @@ class MetricsLog:
 
     def __init__(self, run_dir: str | Path, tensorboard: bool = True, trackers: Sequence[str] | None = None,
                  run: Any = None) -> None:
-        self.path = Path(run_dir) / "metrics.jsonl"
-        self.tb_dir = Path(run_dir) / "tb"
+        self.path = RunDir(run_dir).metrics
+        self.tb_dir = RunDir(run_dir).tensorboard
         self._names = list(trackers) if trackers is not None else (["tensorboard"] if tensorboard else [])
         self._run = run  # trackers.RunInfo: name, project, phase, config
         self._trackers: list[Any] | None = None

@@ -11,13 +11,11 @@ deletes an unrelated folder.
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 from posttrain.errors import ConfigError
-
-_STEP = re.compile(r"^step-(\d+)$")
+from posttrain.store.run import CONFIG, RunDir
 
 
 def claim_run_dir(path: str | Path, resume: bool = False, overwrite: bool = False, command: str = "posttrain rl",
@@ -26,8 +24,8 @@ def claim_run_dir(path: str | Path, resume: bool = False, overwrite: bool = Fals
     `resumable`: whether `command` has --resume, so the refusal suggests only what exists."""
     d = Path(path)
     if resume:
-        if not (d / "config.yaml").is_file():
-            raise ConfigError(f"--resume {d}: not a run directory (no config.yaml)")
+        if not RunDir(d).is_run():
+            raise ConfigError(f"--resume {d}: not a run directory (no {CONFIG})")
         return d
     if d.exists() and not d.is_dir():
         raise ConfigError(f"--out {d}: exists and is not a directory")
@@ -36,8 +34,8 @@ def claim_run_dir(path: str | Path, resume: bool = False, overwrite: bool = Fals
             how = (f"continue it with `{command} --resume {d}`, or pass --overwrite to replace it" if resumable
                    else f"`{command}` does not resume: pass --overwrite to replace it, or choose another --out")
             raise ConfigError(f"--out {d} is not empty (an earlier run?); {how}")
-        if not (d / "config.yaml").is_file():
-            raise ConfigError(f"--overwrite {d}: refusing to empty a directory that is not a run directory (no config.yaml)")
+        if not RunDir(d).is_run():
+            raise ConfigError(f"--overwrite {d}: refusing to empty a directory that is not a run directory (no {CONFIG})")
         shutil.rmtree(d)
     d.mkdir(parents=True, exist_ok=True)
     return d
@@ -45,9 +43,7 @@ def claim_run_dir(path: str | Path, resume: bool = False, overwrite: bool = Fals
 
 def newest_checkpoint(run_dir: str | Path) -> tuple[int, Path] | None:
     """(step, path) of the newest `checkpoints/step-N`, or None."""
-    root = Path(run_dir) / "checkpoints"
-    steps = [(int(m.group(1)), p) for p in root.glob("step-*") if (m := _STEP.match(p.name)) and p.is_dir()]
-    return max(steps) if steps else None
+    return RunDir(run_dir).newest_checkpoint()
 
 
 def interrupted_message(run_dir: str | Path, command: str) -> str:

@@ -20,7 +20,7 @@ import random
 from pathlib import Path
 
 from posttrain.store.metrics import MetricsLog
-from posttrain.store.trajectories import TrajectoryStore
+from posttrain.store.run import RunDir
 from posttrain.train.advantages import estimate_advantages, trained_advantages
 from posttrain.types import ExecResult, FileChange, ToolCall, Trajectory, Turn, VerifyResult
 
@@ -59,11 +59,12 @@ def write_run(path: str | Path, steps: int = 40, groups: int = 16, group_size: i
         raise ValueError(f"pattern {pattern!r}; known: {PATTERNS}")
     rng = random.Random(seed)
     d = Path(path)
-    (d / "tasks").mkdir(parents=True, exist_ok=True)
+    run = RunDir(d)
+    run.tasks.mkdir(parents=True, exist_ok=True)
     tasks = [_task(dom, k) for dom in DOMAINS for k in range(200)]
-    (d / "tasks" / "train.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
-    (d / "config.yaml").write_text("rl: {advantage: group_norm}\n")
-    store, metrics = TrajectoryStore(d / "trajectories.sqlite"), MetricsLog(d, tensorboard=False)
+    (run.tasks / "train.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    run.config.write_text("rl: {advantage: group_norm}\n")
+    store, metrics = run.store(), MetricsLog(d, tensorboard=False)
     for step in range(steps):
         trajs, rewards = [], []
         for g in range(groups):

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from posttrain.errors import PosttrainError
+from posttrain.store.run import RunDir
 
 MANIFEST = "manifest.json"
 _SLACK_BYTES = 1 << 20  # tokenizer, config, JSON, filesystem blocks on top of the tensors
@@ -89,12 +90,13 @@ def _free_bytes(path: Path) -> int:
 
 def save_checkpoint(run_dir: Path, step: int, model: Any, tokenizer: Any, trainer_state: dict[str, Any],
                     keep: int = 2) -> Path:
-    root = Path(run_dir) / "checkpoints"
+    run = RunDir(run_dir)
+    root = run.checkpoints
     root.mkdir(parents=True, exist_ok=True)
-    for stale in root.glob(".tmp-step-*"):  # an earlier process died mid-write (kill -9, power loss)
+    for stale in run.stale_checkpoint_tmps():  # an earlier process died mid-write (kill -9, power loss)
         shutil.rmtree(stale, ignore_errors=True)
-    final = root / f"step-{step}"
-    tmp = root / f".tmp-step-{step}"
+    final = run.checkpoint(step)
+    tmp = run.checkpoint_tmp(step)
     state = {**trainer_state, "rng": rng_state()}
     needed = tensor_bytes(model.state_dict()) + tensor_bytes(state) + _SLACK_BYTES
     free = _free_bytes(root)
@@ -128,7 +130,7 @@ def save_checkpoint(run_dir: Path, step: int, model: Any, tokenizer: Any, traine
                                   f"started); nothing was kept of it") from None
         raise
     for old in sorted(list_checkpoints(run_dir))[:-keep] if keep > 0 else []:
-        shutil.rmtree(root / f"step-{old}", ignore_errors=True)
+        shutil.rmtree(run.checkpoint(old), ignore_errors=True)
     return final
 
 
@@ -189,24 +191,14 @@ def verify_checkpoint(ckpt: Path) -> str | None:
 
 
 def list_checkpoints(run_dir: Path) -> list[int]:
-    root = Path(run_dir) / "checkpoints"
-    if not root.is_dir():
-        return []
-    steps = []
-    for p in root.iterdir():
-        if p.name.startswith("step-") and (p / "step.json").is_file():
-            try:
-                steps.append(int(p.name.split("-", 1)[1]))
-            except ValueError:
-                continue
-    return sorted(steps)
+    run = RunDir(run_dir)
+    return [s for s in run.checkpoint_steps() if (run.checkpoint(s) / "step.json").is_file()]
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
     """The newest intact checkpoint; each newer one that fails its manifest is skipped with one line on stderr."""
-    root = Path(run_dir) / "checkpoints"
     for step in reversed(list_checkpoints(run_dir)):
-        ckpt = root / f"step-{step}"
+        ckpt = RunDir(run_dir).checkpoint(step)
         why = verify_checkpoint(ckpt)
         if why is None:
             if not (ckpt / MANIFEST).is_file():

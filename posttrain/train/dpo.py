@@ -92,19 +92,17 @@ def load_pairs_jsonl(path: str | Path, tok: Any) -> list[Pair]:
 
 
 def pairs_from_run(run_dir: str | Path, min_gap: float = 0.5) -> list[Pair]:
-    """Best vs worst single-turn completion per task from `run_dir/trajectories.sqlite`."""
-    from posttrain.store.trajectories import TrajectoryStore
+    """Best vs worst single-turn completion per task from the run's trajectory store."""
+    from posttrain.store.run import TRAJECTORIES, RunDir
 
-    db = Path(run_dir) / "trajectories.sqlite"
-    if not db.is_file():
-        raise TaskFileError(f"dpo.from_run: no trajectories.sqlite in {run_dir}")
-    store = TrajectoryStore(db)
     by_task: dict[str, list] = {}
-    for t in store.iter():
-        if t.infra_error or t.error is not None or len(t.turns) != 1 or not t.turns[0].token_ids:
-            continue
-        by_task.setdefault(t.task_id, []).append(t)
-    store.close()
+    with RunDir(run_dir).queries() as q:  # read-only: a DPO run never writes to the RL run it reads
+        if q is None:
+            raise TaskFileError(f"dpo.from_run: no {TRAJECTORIES} in {run_dir}")
+        for t in q.trajectories():
+            if t.infra_error or t.error is not None or len(t.turns) != 1 or not t.turns[0].token_ids:
+                continue
+            by_task.setdefault(t.task_id, []).append(t)
     pairs = []
     for task_id in sorted(by_task):
         ts = sorted(by_task[task_id], key=lambda t: (-t.reward, t.step, t.sample))

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from posttrain.errors import TaskFileError
+from posttrain.store.run import SUMMARY, TRAJECTORIES, RunDir
 from posttrain.types import Message, Task, Trajectory, thaw
 
 LEAKY = ("expected", "oracle", "target", "solution")
@@ -96,7 +97,7 @@ def _corrections(trajs: list[Trajectory]) -> dict[str, list[Trajectory]]:
 
 
 def rebuild_tasks(run_dir: Path) -> dict[str, Task]:
-    cfg_path = run_dir / "config.yaml"
+    cfg_path = RunDir(run_dir).config
     if not cfg_path.is_file():
         return {}
     from posttrain.config import load_config
@@ -159,27 +160,21 @@ def build_examples(trajs: Iterable[Trajectory], tasks: Mapping[str, Task], tok: 
 
 
 def postmortem(run_dir: str | Path, out: str | Path | None = None) -> dict:
-    from posttrain.store.trajectories import TrajectoryStore
-
-    run_dir = Path(run_dir)
-    db = run_dir / "trajectories.sqlite"
-    if not db.is_file():
-        raise TaskFileError(f"postmortem: {run_dir} is not a run directory (no trajectories.sqlite)")
+    run = RunDir(run_dir)
+    if not run.has_trajectories():
+        raise TaskFileError(f"postmortem: {run.path} is not a run directory (no {TRAJECTORIES})")
     tok = None
-    ck = sorted((run_dir / "checkpoints").glob("step-*")) if (run_dir / "checkpoints").is_dir() else []
-    if ck or (run_dir / "base-model").is_dir():
+    ck = run.newest_checkpoint()  # numerically newest: step-10 after step-9
+    if ck or run.base_model.is_dir():
         from transformers import AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(ck[-1] if ck else run_dir / "base-model")
-    store = TrajectoryStore(db)
-    try:
-        sft, dpo, counts = build_examples(store.iter(), rebuild_tasks(run_dir), tok)
-    finally:
-        store.close()
-    out = Path(out) if out is not None else run_dir / "postmortem"
+        tok = AutoTokenizer.from_pretrained(ck[1] if ck else run.base_model)
+    with run.queries() as q:
+        sft, dpo, counts = build_examples(q.trajectories(), rebuild_tasks(run.path), tok)
+    out = Path(out) if out is not None else run.postmortem
     out.mkdir(parents=True, exist_ok=True)
     (out / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sft))
     (out / "dpo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in dpo))
     summary = {**counts, "sft_rows": len(sft), "dpo_pairs": len(dpo), "out": str(out)}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (out / SUMMARY).write_text(json.dumps(summary, indent=2))
     return summary

@@ -36,6 +36,7 @@ from posttrain.rollout import make_engine
 from posttrain.rollout.engine import ClusterMetrics
 from posttrain.schedule import Scheduler
 from posttrain.store.metrics import MetricsLog, run_metrics
+from posttrain.store.run import RunDir
 from posttrain.store.trajectories import TrajectoryStore
 from posttrain.train.async_rl.guard import OffPolicyDriftExceeded
 from posttrain.train.async_rl.source import AsyncBatchSource
@@ -116,7 +117,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     runner = runner or VerifierRunner(sandbox, concurrency=concurrency, retries=cfg.sandbox.retries,
                                       format_weight=cfg.rl.format_weight, overlong=make_overlong(cfg))
     st = RLState(cfg, run_dir, tok, engine, trainer, sched, runner,
-                 TrajectoryStore(run_dir / "trajectories.sqlite", background=True), run_metrics(cfg, run_dir, "rl"),
+                 RunDir(run_dir).store(background=True), run_metrics(cfg, run_dir, "rl"),
                  list(train_tasks), list(eval_tasks), infra_guard=guard)
     if ts is not None:
         st.trainer.restore(ckpt, ts)
@@ -231,9 +232,14 @@ async def observe_step(st: RLState, source: BatchSource, row: dict[str, float]) 
         row.update({f"eval/pass@1/{d}": v for d, v in res.by_domain().items()})
         row["eval/pass@1"] = res.mean_over_domains()
     if st.cfg.log.detect_every and (st.step + 1) % st.cfg.log.detect_every == 0:
-        from posttrain.eval.detectors.live import detector_metrics  # detect/<name> metrics, warnings
+        from posttrain.eval.detectors.live import live_findings
 
-        row.update(detector_metrics(st, row))
+        st.store.flush()  # the background writer's queued steps are on disk before the detectors read
+        for f in live_findings(RunDir(st.run_dir), [*st.history, {"step": st.step, **row}], st.step):
+            row.update(f.metrics())  # detect/<name>, detect/<name>/score
+            if f.alarm and f.warning_key not in st.warnings:  # a detector's first alarm: a run warning, once
+                st.warnings[f.warning_key] = f.warning()
+                print(f"posttrain: warning: {f.warning()}", file=sys.stderr)
     st.metrics.log(st.step, row)
     st.history.append(row)
 
@@ -273,7 +279,7 @@ async def train_rl(st: RLState, source: BatchSource | None = None, on_step: Call
             st.step += 1
             if after_step(st, row, warn, stop, budget_s, t_start):
                 break
-        if last_done >= 0 and latest_checkpoint(st.run_dir) != st.run_dir / "checkpoints" / f"step-{last_done}":
+        if last_done >= 0 and latest_checkpoint(st.run_dir) != RunDir(st.run_dir).checkpoint(last_done):
             await source.drain(st)  # a stop or budget end resumes exactly too
             save(st, last_done, source)
     except STOPS:

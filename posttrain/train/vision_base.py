@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from posttrain.config import RunConfig, TinyVisionConfig
+from posttrain.store.run import RunDir
 from posttrain.types import Task
 
 Report = Callable[[str, dict], None]  # phase, info -> progress display
@@ -26,7 +27,7 @@ def build_base_vlm(cfg: RunConfig, run_dir: Path, train: Sequence[Task] = (), re
 
     if cfg.model.path:
         return load_vlm(cfg.model.path, cfg.model.dtype)
-    base = run_dir / "base-model"
+    base = RunDir(run_dir).base_model
     if not (base / "config.json").is_file():
         model, tok = build_tiny_vlm(cfg.model.tiny, cfg.model.vision, seed=cfg.seed)
         vcfg = cfg.model.vision

@@ -75,8 +75,7 @@ def create_app(paths: Sequence[Path]) -> Any:
         rows = r.metrics()
         with r.db() as db:
             rewards = r.cached(f"reward:{kind}", db, lambda c: reward_by_step(c, kind)) if db is not None else {}
-            counts = r.cached(f"counts:{kind}", db, lambda c: dict(c.execute(
-                "SELECT step, COUNT(*) FROM trajectories WHERE kind = ? GROUP BY step", (kind,)))) if db else {}
+            counts = r.cached(f"counts:{kind}", db, lambda q: q.counts_by_step(kind)) if db is not None else {}
         return ok({"metrics": rows, "reward": rewards, "derived": _throughput(rows, counts)})
 
     @app.get("/api/runs/{i}/facets")
@@ -124,8 +123,7 @@ def create_app(paths: Sequence[Path]) -> Any:
     def task_near(i: int, task_id: str, step: int = 0, kind: str = "train") -> Any:
         r = run_of(i)
         with r.db() as db:
-            row = db.execute("SELECT step, grp FROM trajectories WHERE kind=? AND task_id=? "
-                             "ORDER BY ABS(step - ?), step LIMIT 1", (kind, task_id, step)).fetchone() if db else None
+            row = db.nearest_group(kind, task_id, step) if db is not None else None
             if row is None:
                 return ok({"task_id": task_id, "samples": [], "prompt": r.prompt(task_id)})
             g = group_samples(db, kind, row[0], row[1])

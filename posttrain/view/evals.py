@@ -24,7 +24,7 @@ def suite_eval(run: RunView) -> dict[str, Any] | None:
     """The summary of an eval run directory (samples.jsonl + summary.json), or None."""
     if not (run.path / "samples.jsonl").is_file():
         return None
-    return {"kind": "suite", "summary": read_json(run.path, "summary.json") or {}, "meta": read_json(run.path, "meta.json") or {}}
+    return {"kind": "suite", "summary": run.run.read_summary() or {}, "meta": read_json(run.path, "meta.json") or {}}
 
 
 def _nan_safe(x: Any) -> Any:

@@ -2,7 +2,7 @@
 
     run = RunView(Path("runs/quickstart"))
     run.metrics()          # every metrics.jsonl row so far (re-reads only the new bytes)
-    with run.db() as db:   # a read-only SQLite connection, or None before the store exists
+    with run.db() as db:   # read-only queries (store/run_queries.py), or None before the store exists
         ...
     run.prompt("code-0-7") # the task's prompt text, from run_dir/tasks/*.jsonl
 
@@ -13,32 +13,20 @@ without pinned tasks shows trajectories without their prompt text.
 from __future__ import annotations
 
 import json
-import math
-import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 from posttrain.eval.run_data import pinned_prompts
-
-STORE_FILE = "trajectories.sqlite"
-# The viewer's filters and curves run on these; created once per store when it is writable
-# (a CREATE INDEX takes the write lock for a moment, never while a step commits for long).
-INDEXES = (
-    "CREATE INDEX IF NOT EXISTS view_kind_domain_step ON trajectories (kind, domain, step)",
-    "CREATE INDEX IF NOT EXISTS view_kind_reward ON trajectories (kind, reward)",
-    "CREATE INDEX IF NOT EXISTS view_kind_version ON trajectories (kind, weights_version)",
-)
-
-
-def _sqrt(x: float | None) -> float | None:
-    return math.sqrt(x) if x is not None and x > 0 else 0.0
+from posttrain.store.run import RunDir
+from posttrain.store.run_queries import RunQueries, ensure_indexes
 
 
 class RunView:
     def __init__(self, path: Path, label: str | None = None) -> None:
         self.path = Path(path)
+        self.run = RunDir(self.path)
         self.label = label or self.path.name
         self._rows: list[dict[str, Any]] = []
         self._offset = 0
@@ -46,12 +34,12 @@ class RunView:
         self._indexed = False
         self._prompts: dict[str, str] | None = None
         self._db_lock = threading.RLock()
-        self._con: sqlite3.Connection | None = None
+        self._queries: RunQueries | None = None
         self._cache: dict[str, tuple[tuple[int, int], Any]] = {}
 
     # ---- metrics.jsonl, read incrementally -------------------------------------------
     def metrics(self) -> list[dict[str, Any]]:
-        p = self.path / "metrics.jsonl"
+        p = self.run.metrics
         with self._lock:
             if not p.is_file():
                 return []
@@ -73,45 +61,33 @@ class RunView:
             return list(self._rows)
 
     # ---- the trajectory store ----------------------------------------------------------
-    def _ensure_indexes(self, path: Path) -> None:
-        if self._indexed:
-            return
-        try:
-            con = sqlite3.connect(path, timeout=2.0)
-            for sql in INDEXES:
-                con.execute(sql)
-            con.commit()
-            con.close()
-        except sqlite3.Error:
-            pass  # read-only media or a busy writer: queries still answer, just without these indexes
-        self._indexed = True
-
     @contextmanager
-    def db(self) -> Iterator[sqlite3.Connection | None]:
-        """The run's read-only connection, one user at a time. It is kept open between requests
-        (each statement still sees the newest commit: WAL, autocommit), so the caches below
-        and the temp table of group statistics survive from one request to the next."""
-        path = self.path / STORE_FILE
-        if not path.is_file():
+    def db(self) -> Iterator[RunQueries | None]:
+        """The run's read-only queries (store/run_queries.py), one user at a time, or None before
+        the store exists. The connection is kept open between requests (each statement still
+        sees the newest commit: WAL, autocommit), so the caches below survive from one request
+        to the next. The viewer's indexes are added once, when the store is writable."""
+        if not self.run.has_trajectories():
             yield None
             return
         with self._db_lock:
-            if self._con is None:
-                self._ensure_indexes(path)
-                self._con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0, check_same_thread=False)
-                self._con.create_function("sqrt", 1, _sqrt, deterministic=True)
-            yield self._con
+            if self._queries is None:
+                if not self._indexed:
+                    ensure_indexes(self.run.trajectories)
+                    self._indexed = True
+                self._queries = RunQueries.open(self.run.trajectories, shared=True)
+            yield self._queries
 
-    def stamp(self, con: sqlite3.Connection) -> tuple[int, int]:
+    def stamp(self, q: RunQueries) -> tuple[int, int]:
         """(rows, newest rowid): changes with every write, insert, replace or truncation."""
-        return tuple(con.execute("SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM trajectories").fetchone())
+        return q.stamp()
 
-    def cached(self, name: str, con: sqlite3.Connection, compute: Any) -> Any:
-        """`compute(con)`, recomputed only when the store changed since the last call."""
-        stamp = self.stamp(con)
+    def cached(self, name: str, q: RunQueries, compute: Any) -> Any:
+        """`compute(q)`, recomputed only when the store changed since the last call."""
+        stamp = self.stamp(q)
         hit = self._cache.get(name)
         if hit is None or hit[0] != stamp:
-            hit = (stamp, compute(con))
+            hit = (stamp, compute(q))
             self._cache[name] = hit
         return hit[1]
 
@@ -126,23 +102,21 @@ class RunView:
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"label": self.label, "path": str(self.path)}
-        for name in ("summary.json", "config.yaml"):
-            out["has_" + name.split(".")[0]] = (self.path / name).is_file()
-        if (self.path / "summary.json").is_file():
-            try:
-                out["summary"] = json.loads((self.path / "summary.json").read_text())
-            except ValueError:
-                pass
+        out["has_summary"], out["has_config"] = self.run.summary.is_file(), self.run.is_run()
+        summary = self.run.read_summary()
+        if summary is not None:
+            out["summary"] = summary
         return out
 
 
 def _tokenizer_file(run_dir: Path) -> Path | None:
-    for sub in ("model", "sft-model", "base-model"):
-        p = run_dir / sub / "tokenizer.json"
+    run = RunDir(run_dir)
+    for sub in (run.model, run.sft_model, run.base_model):
+        p = sub / "tokenizer.json"
         if p.is_file():
             return p
-    found = sorted((run_dir / "checkpoints").glob("step-*/tokenizer.json"))
-    return found[-1] if found else None
+    newest = RunDir(run_dir).newest_checkpoint()  # numerically newest: step-10 after step-9
+    return newest[1] / "tokenizer.json" if newest and (newest[1] / "tokenizer.json").is_file() else None
 
 
 def token_pieces(run: RunView, ids: list[int], text: str) -> list[str]:

@@ -1,9 +1,11 @@
-"""The detectors inside the RL loop: every `log.detect_every` steps, their findings become
-`detect/<name>` (0/1) and `detect/<name>/score` metrics, and a first alarm becomes a run
-warning (st.warnings, printed once, kept in summary.json).
+"""The detectors inside the RL loop: every `log.detect_every` steps the loop (train/rl.py
+`observe_step`) asks for the findings of the run so far and records them itself, as
+`detect/<name>` (0/1) and `detect/<name>/score` metrics and, at a detector's first alarm,
+a run warning (st.warnings, printed once, kept in summary.json).
 
-    row.update(detector_metrics(st, row))
+    findings = live_findings(RunDir(run_dir), [*history, row], step)
 
+This module only reads: the run directory through store/run.py, and nothing of the trainer.
 Cost: each call reads the trajectories of the last WINDOW steps (the exploit, universal and
 length detectors read each stored completion of them), so it stays constant as the run
 grows; benchmarks/view_bench.py times all five over a 10,240-trajectory run (docs/benchmarks.md,
@@ -12,28 +14,16 @@ grows; benchmarks/view_bench.py times all five over a 10,240-trajectory run (doc
 
 from __future__ import annotations
 
-import sqlite3
-import sys
-from typing import Any
+from typing import Any, Sequence
 
-from posttrain.eval.detectors.base import run_detectors
+from posttrain.eval.detectors.base import Finding, run_detectors
+from posttrain.store.run import RunDir
 
 WINDOW = 50  # RL steps of trajectories each live check reads
 
 
-def detector_metrics(st: Any, row: dict[str, Any]) -> dict[str, float]:
-    st.store.flush()  # the background writer's queued steps are on disk before we read
-    path = st.run_dir / "trajectories.sqlite"
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0) if path.is_file() else None
-    try:
-        findings = run_detectors([*st.history, {"step": st.step, **row}], db, min_step=st.step - WINDOW + 1)
-    finally:
-        if db is not None:
-            db.close()
-    out: dict[str, float] = {}
-    for f in findings:
-        out.update(f.metrics())
-        if f.alarm and f"detect/{f.detector}" not in st.warnings:
-            st.warnings[f"detect/{f.detector}"] = text = f"reward-hacking detector {f.detector}: {f.message}"
-            print(f"posttrain: warning: {text}", file=sys.stderr)
-    return out
+def live_findings(run: RunDir, metrics: Sequence[dict[str, Any]], step: int) -> list[Finding]:
+    """Every detector's finding over `metrics` (the rows so far, this step's included) and the
+    stored trajectories of the WINDOW steps up to `step`. The caller flushes the store first."""
+    with run.queries() as q:
+        return run_detectors(metrics, q, min_step=step - WINDOW + 1)

@@ -49,20 +49,13 @@ class RewardVsHeldout:
                        f"{held[-1]:.3f} ({gain_h:+.3f})")
 
 
-# the completion (assistant turns' text) extracted in SQLite's C JSON functions, not json.loads
-_COMPLETION = ("(SELECT COALESCE(group_concat(json_extract(value, '$.text'), ''), '') FROM json_each(data, '$.turns') "
-               "WHERE json_extract(value, '$.role') = 'assistant')")
-
-
 def _scored(run: RunData) -> list[tuple]:
     """(step, grp, task_id, reward, passed, completion) of every scored sample since min_step,
     read once per run_detectors call and shared by the detectors."""
     if run.db is None:
         return []
     if "scored" not in run.cache:
-        run.cache["scored"] = run.db.execute(
-            f"SELECT step, grp, task_id, reward, passed, {_COMPLETION} FROM trajectories WHERE kind = ? "
-            "AND step >= ? AND status IS NOT 'infra_error' AND reward IS NOT NULL", (run.kind, run.min_step)).fetchall()
+        run.cache["scored"] = run.db.scored_samples(run.kind, run.min_step)
     return run.cache["scored"]
 
 
@@ -127,9 +120,7 @@ class StatusShift:
         if run.db is None:
             return Finding("", False, 0.0, SHIFT_TV, "no trajectories yet", enough_data=False)
         by_step: dict[int, Counter] = defaultdict(Counter)
-        for step, passed, status, boundary, rule in run.db.execute(
-                "SELECT step, passed, status, error_boundary, json_extract(data, '$.verify.details.rule') "
-                "FROM trajectories WHERE kind = ? AND step >= ?", (run.kind, run.min_step)):
+        for step, passed, status, boundary, rule in run.db.status_rows(run.kind, run.min_step):
             by_step[step][_status_label(passed, status, boundary, rule)] += 1
         steps = sorted(by_step)
         best, where = 0.0, None

@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from posttrain.store.run import RunDir
 from posttrain.store.trackers.base import RunInfo, tracker
 
 
@@ -47,7 +48,7 @@ class TensorBoard:
         from torch.utils.tensorboard import SummaryWriter
 
         self.run = run
-        self.writer = SummaryWriter(str(run_dir / "tb"))
+        self.writer = SummaryWriter(str(RunDir(run_dir).tensorboard))
 
     def log(self, step: int, scalars: Mapping[str, float]) -> None:
         for k, v in scalars.items():

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from posttrain.store.run import RunDir
 from posttrain.train.optim import LRSchedule
 from posttrain.train.sharded.session import ShardedSession
 from posttrain.types import Trajectory
@@ -68,18 +69,19 @@ class ShardedTrainer:
         so that any world size can resume with it."""
         from posttrain.train.checkpoint import list_checkpoints, save_checkpoint
 
-        root = Path(run_dir) / "checkpoints"
-        root.mkdir(parents=True, exist_ok=True)
-        name = f"dcp-step-{step}"
-        shutil.rmtree(root / name, ignore_errors=True)
-        self.sh.driver.call("dcp_save", {"path": str(root / name)})
-        state = {**state, "lr_scheduler": self.sched.state_dict(), "dcp": name, "world_size": self.sh.driver.world}
+        run = RunDir(run_dir)
+        run.checkpoints.mkdir(parents=True, exist_ok=True)
+        shards = run.dcp_checkpoint(step)
+        shutil.rmtree(shards, ignore_errors=True)
+        self.sh.driver.call("dcp_save", {"path": str(shards)})
+        # "dcp": the shards' name beside the checkpoint (restore joins it to the checkpoint's parent)
+        state = {**state, "lr_scheduler": self.sched.state_dict(), "dcp": shards.name, "world_size": self.sh.driver.world}
         if self.cfg.rl.kl_coef > 0:
             state["ref_model"] = self.sh.driver.call("ref_state", None)
         save_checkpoint(run_dir, step, self.sh.export_model(), tok, state, keep=keep)
-        kept = {f"dcp-step-{s}" for s in list_checkpoints(run_dir)}
-        for old in root.glob("dcp-step-*"):
-            if old.name not in kept:
+        kept = {run.dcp_checkpoint(s) for s in list_checkpoints(run_dir)}
+        for old in run.dcp_checkpoints():
+            if old not in kept:
                 shutil.rmtree(old, ignore_errors=True)
 
     def restore(self, ckpt: Path, ts: dict) -> None:
