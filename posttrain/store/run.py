@@ -7,7 +7,7 @@
         rows = q.page(Filters(domain="code"))
     store = run.store(background=True)                        # the RL loop's writer
 
-Layout (docs/viewer.md, "The run directory"):
+Layout (docs/view.md, "The run directory and its one reader"):
 
     config.yaml            the resolved config (`--resume` reads it back)
     metrics.jsonl          one JSON row per step (store/metrics.py)

@@ -9,7 +9,7 @@ from posttrain.eval.detectors import Finding
 from posttrain.eval.detectors import live
 from posttrain.registry import registry
 from posttrain.store.run import RunDir
-from posttrain.view.synthetic import write_run
+from posttrain.testing.synthetic_runs import write_run
 
 
 def test_live_findings_return_one_finding_per_detector(tmp_path):
