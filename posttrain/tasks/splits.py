@@ -76,16 +76,17 @@ def level_task(task: Task, level: float) -> Task:
 
 
 def check_level_pools(name: str, pools: list[tuple[float, list[Task]]]) -> None:
-    """The curriculum tells levels apart by `task.difficulty`; a domain that clamps or rounds its
-    difficulty (conflict rounds, scene stops at 3) can make two configured levels one, which would
-    merge their pools. A one-line ConfigError naming the domain and the levels."""
+    """The curriculum tells levels apart by `task.difficulty`; a domain that clamps, rounds or mixes its
+    difficulty (math stops at 3, conflict rounds, rg-* draws level 1.5 from 1 and 2) can give two
+    configured levels tasks of one difficulty, which would merge their pools. A one-line ConfigError
+    naming the domain and the levels."""
     made: dict[float, float] = {}
     for level, part in pools:
         for d in sorted({float(t.difficulty) for t in part}):
             if made.setdefault(d, level) != level:
                 raise ConfigError(f"schedule.curriculum.levels: domain {name!r} makes tasks of difficulty {d:g} at "
-                                  f"levels {made[d]:g} and {level:g} (outside its range, or rounded to one level); "
-                                  "choose levels the domain tells apart")
+                                  f"levels {made[d]:g} and {level:g} (clamped to its range, rounded, or a fractional "
+                                  "level mixing its neighbours); choose levels the domain tells apart")
 
 
 def train_levels(cfg: Any, name: str) -> list[tuple[float, int]]:

@@ -66,3 +66,10 @@ def test_the_viewer_serves_the_curriculum_curves(run):
 
 def test_the_run_report_draws_the_levels(run):
     assert (run / "scheduler.png").is_file()
+
+
+def test_replay_finds_the_task_of_every_stored_trajectory_at_every_level(run):
+    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "replay", str(run)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "32 trajectories re-verified, 0 changed" in r.stdout  # 4 steps x 2 groups x 4 samples, none unfound
