@@ -11,6 +11,8 @@ training tasks avoid every held-out prompt. Images: training tasks are drawn fir
 held-out split skips any (question, image) pair the training set holds, since image
 generators repeat questions over different pictures. `tasks.sft_frac` of each domain's
 tasks with an oracle answer become the SFT warm-up's demonstrations; RL samples the rest.
+With `schedule.curriculum`, a followed text domain's training tasks are pooled at every level,
+each id tagged with its level (`arithmetic-0-3@L2`, `level_task`); other ids stay the domain's.
 """
 
 from __future__ import annotations
