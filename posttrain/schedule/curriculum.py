@@ -67,6 +67,7 @@ class Curriculum:
         self.seen = {d: 0 for d in chosen}  # scored rewards at the current level since the last move
         self.hold = {d: 0 for d in chosen}  # decisions left before a domain that moved down may move up
         self.moves: list[tuple[int, str, float, float]] = []  # (step, domain, old, new)
+        self.moved_at: dict[str, float] = {}  # the pass rate that made each domain's last move (window cleared since)
 
     @staticmethod
     def _start(levels: list[float], start: float | None) -> float:
@@ -109,6 +110,7 @@ class Curriculum:
             else:
                 continue
             moved[d] = (self.level[d], new)
+            self.moved_at[d] = rate
             self.moves.append((step, d, self.level[d], new))
             self.level[d] = new
             self.recent[d].clear()
@@ -116,10 +118,14 @@ class Curriculum:
         return moved
 
     def metrics(self) -> dict[str, float]:
+        """Level per domain (the one the next draw uses) and the pass rate over its window; in a row
+        where a domain just moved (window cleared), the rate that moved it, so the curve shows the
+        crossing rather than a gap."""
         out = {}
         for d in self.levels:
             out[f"sched/difficulty/{d}"] = self.level[d]
             rate = self.pass_rate(d)
+            rate = self.moved_at.get(d) if rate is None else rate
             if rate is not None:
                 out[f"sched/level_pass/{d}"] = rate
         if self.levels:
@@ -128,7 +134,8 @@ class Curriculum:
 
     def state_dict(self) -> dict[str, Any]:
         return {"level": dict(self.level), "recent": {d: list(q) for d, q in self.recent.items()},
-                "seen": dict(self.seen), "hold": dict(self.hold), "moves": [list(m) for m in self.moves]}
+                "seen": dict(self.seen), "hold": dict(self.hold), "moves": [list(m) for m in self.moves],
+                "moved_at": dict(self.moved_at)}
 
     def load_state_dict(self, d: Mapping[str, Any]) -> None:
         if set(d["level"]) != set(self.levels):
@@ -142,3 +149,4 @@ class Curriculum:
         self.seen = {k: int(v) for k, v in d["seen"].items()}
         self.hold = {k: int(v) for k, v in d["hold"].items()}
         self.moves = [(int(s), str(n), float(a), float(b)) for s, n, a, b in d["moves"]]
+        self.moved_at = {k: float(v) for k, v in d.get("moved_at", {}).items()}  # absent in states saved before it

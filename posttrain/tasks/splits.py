@@ -11,6 +11,8 @@ training tasks avoid every held-out prompt. Images: training tasks are drawn fir
 held-out split skips any (question, image) pair the training set holds, since image
 generators repeat questions over different pictures. `tasks.sft_frac` of each domain's
 tasks with an oracle answer become the SFT warm-up's demonstrations; RL samples the rest.
+With `schedule.curriculum`, a followed text domain's training tasks are pooled at every level,
+each id tagged with its level (`arithmetic-0-3@L2`, `level_task`); other ids stay the domain's.
 """
 
 from __future__ import annotations
@@ -54,11 +56,39 @@ def _text_splits(cfg: Any) -> tuple[list[Task], list[Task]]:
         if d.held_out:  # a held-out domain: never trained on, evaluated apart (transfer)
             continue
         seen = {t.prompt[-1].content for t in ho}
-        for level, n in train_levels(cfg, name):
+        levels = train_levels(cfg, name)
+        pools = []
+        for level, n in levels:
             part = generate_split(dom, n, cfg.seed, level, exclude=seen)
             seen |= {t.prompt[-1].content for t in part}
-            train += part
+            pools.append((level, part if len(levels) == 1 else [level_task(t, level) for t in part]))
+        check_level_pools(name, pools)
+        train += [t for _, part in pools for t in part]
     return train, held
+
+
+def level_task(task: Task, level: float) -> Task:
+    """A task of a pool generated at several difficulty levels, its id tagged with the level it was
+    generated at (`arithmetic-0-3@L2`). Domains number tasks by (seed, index), not by difficulty, so the
+    pools' ids would repeat; a single-level domain's ids stay as the domain makes them (pinned suites
+    and regression sets name them)."""
+    import dataclasses
+
+    return dataclasses.replace(task, id=f"{task.id}@L{level:g}")
+
+
+def check_level_pools(name: str, pools: list[tuple[float, list[Task]]]) -> None:
+    """The curriculum tells levels apart by `task.difficulty`; a domain that clamps, rounds or mixes its
+    difficulty (math stops at 3, conflict rounds, rg-* draws level 1.5 from 1 and 2) can give two
+    configured levels tasks of one difficulty, which would merge their pools. A one-line ConfigError
+    naming the domain and the levels."""
+    made: dict[float, float] = {}
+    for level, part in pools:
+        for d in sorted({float(t.difficulty) for t in part}):
+            if made.setdefault(d, level) != level:
+                raise ConfigError(f"schedule.curriculum.levels: domain {name!r} makes tasks of difficulty {d:g} at "
+                                  f"levels {made[d]:g} and {level:g} (clamped to its range, rounded, or a fractional "
+                                  "level mixing its neighbours); choose levels the domain tells apart")
 
 
 def train_levels(cfg: Any, name: str) -> list[tuple[float, int]]:
@@ -157,7 +187,9 @@ def make_splits(cfg: Any, images: bool = False) -> Splits:
 
     files = [(f, p.stat().st_mtime_ns, p.stat().st_size) for f in [*cfg.tasks.files, *cfg.tasks.heldout_files]
              if (p := Path(f)).is_file()]  # a rewritten task file is read again
-    key = json.dumps([cfg.tasks.model_dump(), cfg.seed, cfg.sft.steps, images, files], sort_keys=True, default=str)
+    cur = cfg.schedule.curriculum  # its levels shape the training pool (train_levels)
+    key = json.dumps([cfg.tasks.model_dump(), cfg.seed, cfg.sft.steps, images, files,
+                      None if cur is None else cur.model_dump()], sort_keys=True, default=str)
     if key not in _LAST:
         _LAST.clear()
         _LAST[key] = _make_splits(cfg, images)

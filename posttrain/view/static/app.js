@@ -28,6 +28,7 @@ const PANELS = [
   ["training loss and grad norm", "", k => /^train\/(loss|grad_norm)$/.test(k)],
   ["reward-hacking detector scores", "score", k => /^detect\/.*\/score$/.test(k)],
   ["curriculum: difficulty level per domain", "level", k => k.startsWith("sched/difficulty")],
+  ["curriculum: pass rate at each domain's level (the band's edges move it)", "pass rate", k => k.startsWith("sched/level_pass/")],
 ];
 
 function smoothing() { return +document.getElementById("smooth").value; }

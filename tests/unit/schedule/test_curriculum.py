@@ -133,3 +133,19 @@ def test_a_domain_outside_the_curriculum_draws_every_level():
 def test_an_excluded_domain_keeps_drawing_every_level_it_has():
     sched = Scheduler(pool(), policy="uniform", seed=9, curriculum={**ARGS, "exclude": ["hard"]})
     assert set(sched.curriculum.level) == {"easy"}
+
+
+def test_the_row_of_a_move_carries_the_pass_rate_that_moved_it():
+    args = {**ARGS, "window": 8, "min_evidence": 8, "start": 5.0}
+    sched = Scheduler(pool(("hard",)), policy="uniform", seed=0, curriculum=args)
+    rows = run(sched, lambda d, s: -10.0, 1, random.Random(0), batch=1, g=8)  # hopeless: every reward 0
+    assert rows[0]["sched/difficulty/hard"] == 4.0 and rows[0]["sched/level_pass/hard"] == 0.0
+
+
+def test_a_resumed_curriculum_reports_the_same_metrics():
+    args = {**ARGS, "window": 8, "min_evidence": 8, "start": 5.0}
+    a = Scheduler(pool(("hard",)), policy="uniform", seed=0, curriculum=args)
+    run(a, lambda d, s: -10.0, 1, random.Random(0), batch=1, g=8)
+    b = Scheduler(pool(("hard",)), policy="uniform", seed=0, curriculum=args)
+    b.load_state_dict(a.state_dict())
+    assert b.metrics() == a.metrics()
