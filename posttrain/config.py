@@ -1,6 +1,6 @@
 """Run configs: pydantic models loaded from YAML plus dotted CLI overrides.
 
-    cfg = load_config("examples/tiny_rl.yaml", ["rl.steps=20", "rl.lr=3e-4"])
+    cfg = load_config("examples/tiny_rl.yaml", ["rl.steps=20", "rl.optim.lr=3e-4"])
 
 Precedence, each layer merged deeply over the one before: a preset (a recipe's YAML in
 posttrain/recipes/presets, passed as `base`) <- the YAML file <- dotted overrides. So a

@@ -166,7 +166,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def rl(
         config: Optional[Path] = typer.Argument(None, help="run config YAML (optional with --resume)"),
-        overrides: List[str] = typer.Argument(None, help="dotted overrides, e.g. rl.lr=3e-4"),
+        overrides: List[str] = typer.Argument(None, help="dotted overrides, e.g. rl.optim.lr=3e-4"),
         out: Optional[Path] = typer.Option(None, "--out", help="run directory (default <out_dir>/<name>)"),
         resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory"),
         overwrite: bool = typer.Option(False, "--overwrite", help="replace an earlier run in the run directory"),

@@ -12,9 +12,9 @@ such, never silently skipped. A multi-step trajectory is replayed, not just re-v
 its recorded turns run again through the agent loop in a fresh sandbox session (its
 verdict reads the session's final state), with the run's tokenizer (`episodes.py`).
 
-Limits: tasks generated at training time with parameters other than the config's
-(a curriculum that changed difficulty mid-run) cannot be rebuilt here unless the store
-keeps them.
+Tasks are found among the ones the run saved (every curriculum level's included: task ids of a
+multi-level domain end in `@L<level>`, tasks/splits.py), so a curriculum run replays whole
+(tests/integration/test_cli_curriculum.py).
 """
 
 from __future__ import annotations
