@@ -59,3 +59,12 @@ def test_on_generated_sees_the_one_step_samples_before_they_are_scored(tok):
     trajs = scored(tok, [calc_task(), ARITH], n=1, on_generated=seen.extend)
     assert [t.task_id for t in seen] == [ARITH.id] and seen[0].verify is None
     assert trajs[1].verify is not None and trajs[1].completion_text == seen[0].completion_text
+
+
+def test_the_multi_step_dispatch_is_written_once():
+    """`max_steps > 1` (or its negation) is decided by types.is_multi_step alone; config_schema's
+    docstring names the limit for users."""
+    root = Path(__file__).resolve().parents[3] / "posttrain"
+    pattern = re.compile(r"max_steps\s*(>|<=)\s*1\b")
+    hits = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if pattern.search(p.read_text()))
+    assert hits == ["config_schema.py", "types.py"]
