@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from posttrain.rollout.engine import Completion, GenRequest
-from posttrain.types import Task, Trajectory
+from posttrain.types import Task, Trajectory, is_multi_step
 
 
 def episode_options(sampling: Mapping[str, Any], seed: int, concurrency: int) -> Any:
@@ -79,8 +79,6 @@ async def rescore(task: Task, traj: Trajectory, sandbox: Any, verifier: Any, tok
     """Re-score one stored sample with today's verifier: single-turn answers are re-verified as
     they are; multi-step episodes are replayed (their final state only exists in a live session),
     which needs the model's tokenizer `tok` to rebuild the conversation."""
-    from posttrain.rollout.entry import is_multi_step
-
     if is_multi_step(task):
         if tok is None:
             raise ValueError(f"re-scoring multi-step task {task.id} replays its episode and needs the tokenizer")

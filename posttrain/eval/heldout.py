@@ -32,7 +32,8 @@ class HeldoutResult:
 
     def pass_at_1(self, domain: str | None = None) -> float:
         """Mean over the domain's judged tasks of pass@1 (eval/core.py, as the suite runner pools it)."""
-        by_task = {tid: (1, int(p)) for tid, p in self.passed.items() if domain is None or self.domain_of[tid] == domain}
+        by_task = {tid: (1, int(p)) for tid, p in self.passed.items()
+                   if domain is None or self.domain_of[tid] == domain}
         return mean_pass_at_k(by_task, 1)[0]
 
     def by_domain(self) -> dict[str, float]:

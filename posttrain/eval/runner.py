@@ -121,7 +121,8 @@ def to_record(task: Task, epoch: int, seed: int, traj: Trajectory, verify_s: flo
     return SampleRecord(
         task_id=task.id, task_version=task.version, domain=task.domain, epoch=epoch, seed=seed,
         prompt="\n".join(f"{m.role}: {m.content}" for m in task.prompt), completion=traj.completion_text,
-        score=judged.score, passed=judged.passed, status="infra_error" if judged.infra else "ok", details=_plain(v.details) if v else {},
+        score=judged.score, passed=judged.passed, status="infra_error" if judged.infra else "ok",
+        details=_plain(v.details) if v else {},
         reason=v.reason if v else "", steps=traj.num_steps, tokens=_tokens(traj),
         wall_s=gen_s + verify_s, gen_s=gen_s, verify_s=verify_s,
         error={"boundary": traj.error.boundary, "message": traj.error.message} if traj.error else None,

@@ -16,7 +16,8 @@ from posttrain.verifiers.run import VerifierRunner
 
 
 def traj(verify=None, error=None) -> Trajectory:
-    return Trajectory("t", "v", "arithmetic", (1,), (Turn("assistant", "5", (2,), (-0.1,)),), verify=verify, error=error)
+    turn = Turn("assistant", "5", (2,), (-0.1,))
+    return Trajectory("t", "v", "arithmetic", (1,), (turn,), verify=verify, error=error)
 
 
 def test_a_passing_verdict_with_a_verifier_error_is_infra_not_a_pass():
@@ -33,7 +34,8 @@ def test_a_wrong_answer_is_judged_with_its_score():
 
 
 def test_infra_samples_are_left_out_of_the_tallies():
-    got = tallies([("a", Verdict(True, 1.0, False)), ("a", Verdict(False, 0.0, True)), ("b", Verdict(False, 0.0, True))])
+    ok, infra = Verdict(True, 1.0, False), Verdict(False, 0.0, True)
+    got = tallies([("a", ok), ("a", infra), ("b", infra)])
     assert got == {"a": (1, 1)}
 
 
