@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from posttrain.eval.core import Verdict, mean_pass_at_k, mean_pass_hat_k, tallies
+from posttrain.eval.core import Verdict, mean_pass_at_k, mean_pass_hat_k, mean_score, tallies
 from posttrain.eval.records import SampleRecord
 from posttrain.eval.stats import clustered_mean_ci, proportion_ci
 
@@ -29,9 +29,14 @@ def ks_for(epochs: int) -> list[int]:
     return sorted(set(ks + [max(1, epochs)]))
 
 
+def _verdict(r: SampleRecord) -> Verdict:
+    """A record's verdict, as eval/core.verdict judged its trajectory when it was recorded."""
+    return Verdict(r.passed, r.score, r.infra_error)
+
+
 def _group(records: list[SampleRecord], epochs: int) -> dict[str, Any]:
     judged = [r for r in records if not r.infra_error]
-    by_task = tallies((r.task_id, Verdict(r.passed, r.score, r.infra_error)) for r in records)  # eval/core.py
+    by_task = tallies((r.task_id, _verdict(r)) for r in records)  # eval/core.py
     out: dict[str, Any] = {
         "samples": len(records), "judged": len(judged), "tasks": len({r.task_id for r in records}),
         "infra_errors": len(records) - len(judged),
@@ -64,7 +69,7 @@ def summarize(records: Iterable[SampleRecord], epochs: int) -> dict[str, Any]:
         tasks[tid] = {
             "domain": rs[0].domain, "version": rs[0].task_version, "samples": len(rs), "judged": n,
             "passes": sum(r.passed for r in judged), "infra_errors": len(rs) - n,
-            "mean_score": sum(r.score for r in judged) / n if n else float("nan"),
+            "mean_score": mean_score([_verdict(r) for r in rs]),
             "steps": sum(r.steps for r in judged) / n if n else float("nan"),
             "tokens": sum(r.tokens for r in judged) / n if n else float("nan"),
         }

@@ -6,7 +6,7 @@ import math
 import pytest
 from tests.unit.agent.conftest import ScriptedEngine, tok  # noqa: F401  (tok: the fixture)
 
-from posttrain.eval.core import Verdict, mean_pass_at_k, tallies, verdict
+from posttrain.eval.core import Verdict, mean_pass_at_k, mean_score, tallies, verdict
 from posttrain.eval.heldout import evaluate_heldout
 from posttrain.eval.runner import to_record
 from posttrain.eval.summary import summarize
@@ -37,6 +37,11 @@ def test_infra_samples_are_left_out_of_the_tallies():
     ok, infra = Verdict(True, 1.0, False), Verdict(False, 0.0, True)
     got = tallies([("a", ok), ("a", infra), ("b", infra)])
     assert got == {"a": (1, 1)}
+
+
+def test_mean_score_leaves_infra_samples_out():
+    assert mean_score([Verdict(False, 0.5, False), Verdict(True, 1.0, False), Verdict(False, 0.0, True)]) == 0.75
+    assert math.isnan(mean_score([Verdict(False, 0.0, True)]))
 
 
 def test_tasks_short_of_k_samples_are_counted_and_left_out():
