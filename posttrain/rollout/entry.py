@@ -46,12 +46,12 @@ class RolloutOptions:
     offload_generation: bool = False  # one-step generation on a worker thread (the event loop keeps verifying)
 
 
-def agent_options(params: SamplingParams, agent_cfg: Any, concurrency: int | None = None) -> AgentOptions:
+def agent_options(params: SamplingParams, agent_cfg: Any) -> AgentOptions:
     """AgentOptions from the sampling parameters and a run config's `agent` section (AgentConfig)."""
     return AgentOptions(
         n=params.n, temperature=params.temperature, top_p=params.top_p, seed=params.seed,
         time_budget_s=agent_cfg.time_budget_s or None, token_budget=agent_cfg.token_budget or None,
-        obs_max_chars=agent_cfg.obs_max_chars, concurrency=concurrency or agent_cfg.concurrency,
+        obs_max_chars=agent_cfg.obs_max_chars, concurrency=agent_cfg.concurrency,
         retries=agent_cfg.retries, step_weight=agent_cfg.step_weight, malformed_penalty=agent_cfg.malformed_penalty)
 
 
@@ -65,15 +65,13 @@ def external_agent(agent_cfg: Any) -> "ExternalAgent | None":
     return ExternalAgent(ext.command, ext.entry, ext.timeout_s, ext.max_calls, dict(ext.env))
 
 
-def rollout_options(params: SamplingParams, agent_cfg: Any = None, step: int = 0,
-                    use_external: bool = True) -> RolloutOptions:
+def rollout_options(params: SamplingParams, agent_cfg: Any = None, step: int = 0) -> RolloutOptions:
     """RolloutOptions for an RL step or an eval: episodes sample like `params`; `agent_cfg`
     (the run config's `agent` section) adds budgets, reward shaping and agent.external."""
     if agent_cfg is None:
         agent = AgentOptions(n=params.n, temperature=params.temperature, top_p=params.top_p, seed=params.seed)
         return RolloutOptions(params, agent, None, step)
-    ext = external_agent(agent_cfg) if use_external else None
-    return RolloutOptions(params, agent_options(params, agent_cfg), ext, step)
+    return RolloutOptions(params, agent_options(params, agent_cfg), external_agent(agent_cfg), step)
 
 
 async def _episodes(engine: Any, tok: Any, tasks: Sequence[Task], opts: RolloutOptions, verifier: Any,
