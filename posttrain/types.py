@@ -168,6 +168,12 @@ class Task:
         return isinstance(other, Task) and other.version == self.version
 
 
+def is_multi_step(task: Task) -> bool:
+    """Whether `task` runs as a multi-step agent episode (tools, terminal, scene) rather than one
+    generation: the single definition every layer reads (rollout/entry.py dispatches on it)."""
+    return task.limits.max_steps > 1
+
+
 @dataclass(frozen=True)
 class FileChange:
     path: str

@@ -13,11 +13,21 @@ import statistics
 from typing import Any, Sequence
 
 
+async def _scored(engine: Any, tok: Any, tasks: Sequence[Any], n: int, temperature: float, seed: int | None
+                  ) -> list[Any]:
+    """`n` scored episodes per task through the rollout entry (eval/core.py), default agent options."""
+    from posttrain.eval.core import run_scored
+    from posttrain.rollout.engine import SamplingParams
+    from posttrain.rollout.entry import rollout_options
+
+    opts = rollout_options(SamplingParams(temperature=temperature, n=n, seed=seed))
+    return await run_scored(engine, tok, tasks, opts, None)
+
+
 async def agent_eval(engine: Any, tok: Any, tasks: Sequence[Any]) -> dict[str, Any]:
-    from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
     from posttrain.rollout.agent.tasks import rereads
 
-    trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=1, temperature=0.0))
+    trajs = await _scored(engine, tok, tasks, n=1, temperature=0.0, seed=None)
     passed = {t.task_id: bool(t.verify and t.verify.passed) for t in trajs if not t.infra_error}
     solved_steps = [t.num_steps for t in trajs if t.verify and t.verify.passed]
     calls = [t for t in trajs if any(x.tool_call is not None and x.tool_call.name == "calculator" for x in t.turns)]
@@ -34,9 +44,7 @@ async def sampled_steps(engine: Any, tok: Any, tasks: Sequence[Any], k: int, tem
     """Steps of each solved episode, per task, over `k` sampled episodes per task at `temperature`
     (the policy as RL samples it; greedy decoding hides a habit taken on fewer than half the
     samples)."""
-    from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
-
-    trajs = await rollout_agent(engine, tok, tasks, AgentOptions(n=k, temperature=temperature, seed=seed))
+    trajs = await _scored(engine, tok, tasks, n=k, temperature=temperature, seed=seed)
     out: dict[str, list[int]] = {t.id: [] for t in tasks}
     for t in trajs:
         if t.verify and t.verify.passed and not t.infra_error:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from posttrain.rollout.engine import Completion, GenRequest
-from posttrain.types import Task, Trajectory
+from posttrain.types import Task, Trajectory, is_multi_step
 
 
 def episode_options(sampling: Mapping[str, Any], seed: int, concurrency: int) -> Any:
@@ -33,19 +33,29 @@ def episode_options(sampling: Mapping[str, Any], seed: int, concurrency: int) ->
                         top_p=float(sampling.get("top_p", 1.0)), seed=seed, concurrency=concurrency)
 
 
+def _episodes_only(opts: Any) -> Any:
+    """RolloutOptions whose one-step sampling is greedy n=1 (unused: these tasks are all multi-step)."""
+    from posttrain.rollout.engine import SamplingParams
+    from posttrain.rollout.entry import RolloutOptions
+
+    return RolloutOptions(SamplingParams(temperature=opts.temperature, top_p=opts.top_p, n=opts.n, seed=opts.seed),
+                          opts)
+
+
 async def run_episodes(engine: Any, tok: Any, tasks: Sequence[Task], sampling: Mapping[str, Any], seed: int,
                        sandbox: Any, verifier: Any, concurrency: int) -> list[Trajectory]:
-    """One scored episode per task (trajs[i] is tasks[i]'s), through the real agent loop."""
-    from posttrain.rollout.agent.loop import rollout_agent
+    """One scored episode per task (trajs[i] is tasks[i]'s), through the rollout entry's agent loop."""
+    from posttrain.eval.core import run_scored
 
-    return await rollout_agent(engine, tok, tasks, episode_options(sampling, seed, concurrency), sandbox=sandbox,
-                               verifier_runner=verifier)
+    opts = _episodes_only(episode_options(sampling, seed, concurrency))
+    return await run_scored(engine, tok, tasks, opts, verifier, sandbox=sandbox)
 
 
 async def replay_episodes(tok: Any, tasks: Sequence[Task], recorded: Sequence[Trajectory], sandbox: Any,
                           verifier: Any, concurrency: int = 8) -> list[Trajectory]:
     """Re-run each recorded episode's assistant turns against its task; trajs[i] is tasks[i]'s."""
-    from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
+    from posttrain.eval.core import run_scored
+    from posttrain.rollout.agent.loop import AgentOptions
 
     # One rollout per distinct task id: the engine finds a recording by (task id, step), so
     # two recordings of one task (two epochs) must not share a call.
@@ -57,11 +67,10 @@ async def replay_episodes(tok: Any, tasks: Sequence[Task], recorded: Sequence[Tr
         else:
             wave.append(i)
     result: dict[int, Trajectory] = {}
+    opts = _episodes_only(AgentOptions(n=1, temperature=0.0, concurrency=concurrency, retries=0))
     for wave in waves:
         engine = ReplayEngine(tok, {tasks[i].id: recorded[i] for i in wave})
-        opts = AgentOptions(n=1, temperature=0.0, concurrency=concurrency, retries=0)
-        trajs = await rollout_agent(engine, tok, [tasks[i] for i in wave], opts, sandbox=sandbox,
-                                    verifier_runner=verifier)
+        trajs = await run_scored(engine, tok, [tasks[i] for i in wave], opts, verifier, sandbox=sandbox)
         result.update(zip(wave, trajs))
     return [result[i] for i in range(len(tasks))]
 
@@ -70,7 +79,7 @@ async def rescore(task: Task, traj: Trajectory, sandbox: Any, verifier: Any, tok
     """Re-score one stored sample with today's verifier: single-turn answers are re-verified as
     they are; multi-step episodes are replayed (their final state only exists in a live session),
     which needs the model's tokenizer `tok` to rebuild the conversation."""
-    if task.limits.max_steps > 1:
+    if is_multi_step(task):
         if tok is None:
             raise ValueError(f"re-scoring multi-step task {task.id} replays its episode and needs the tokenizer")
         return (await replay_episodes(tok, [task], [traj], sandbox, verifier, 1))[0]

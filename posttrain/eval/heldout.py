@@ -5,7 +5,9 @@
 
 This is the quick in-loop form (one greedy sample per task, same verifiers as
 training). `posttrain eval` (runner.py) is the full harness with suites, epochs,
-resume and caching.
+resume and caching. Both take their samples from the rollout entry (multi-step tasks
+as greedy agent episodes) and judge and pool them with the same evaluation core
+(eval/core.py: `verdict`, `mean_pass_at_k`).
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from posttrain.eval.core import mean_pass_at_k, run_scored, verdict
 from posttrain.eval.stats import mcnemar_exact
+from posttrain.rollout.agent.loop import AgentOptions
 from posttrain.rollout.engine import Engine, SamplingParams
-from posttrain.rollout.single_turn import rollout_single_turn
+from posttrain.rollout.entry import RolloutOptions, agent_options
 from posttrain.types import Task, Trajectory
 
 
@@ -27,8 +31,10 @@ class HeldoutResult:
     infra_errors: int = 0
 
     def pass_at_1(self, domain: str | None = None) -> float:
-        vals = [p for tid, p in self.passed.items() if domain is None or self.domain_of[tid] == domain]
-        return sum(vals) / len(vals) if vals else float("nan")
+        """Mean over the domain's judged tasks of pass@1 (eval/core.py, as the suite runner pools it)."""
+        by_task = {tid: (1, int(p)) for tid, p in self.passed.items()
+                   if domain is None or self.domain_of[tid] == domain}
+        return mean_pass_at_k(by_task, 1)[0]
 
     def by_domain(self) -> dict[str, float]:
         return {d: self.pass_at_1(d) for d in sorted(set(self.domain_of.values()))}
@@ -40,18 +46,23 @@ class HeldoutResult:
 
 async def evaluate_heldout(engine: Engine, tokenizer: Any, tasks: Sequence[Task], runner: Any,
                            max_new_tokens: int = 24, step: int = 0, temperature: float = 0.0,
-                           seed: int = 0) -> HeldoutResult:
-    """One sample per task: greedy at temperature 0, else sampled with a fixed seed (pass@1)."""
+                           seed: int = 0, agent_cfg: Any = None) -> HeldoutResult:
+    """One sample per task: greedy at temperature 0, else sampled with a fixed seed (pass@1).
+    Multi-step tasks run as greedy agent episodes (budgets and shaping from `agent_cfg`, the run
+    config's `agent` section), through the same rollout entry as one-step tasks."""
     params = SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, n=1,
                             seed=seed if temperature > 0 else None)
-    trajs = await rollout_single_turn(engine, tokenizer, tasks, params, step=step)
-    trajs = await runner.verify_all({t.id: t for t in tasks}, trajs)
+    # episodes stay greedy whatever `temperature` is, and run the built-in loop (never agent.external)
+    agent = agent_options(SamplingParams(temperature=0.0, n=1), agent_cfg) if agent_cfg is not None \
+        else AgentOptions(temperature=0.0)
+    trajs = await run_scored(engine, tokenizer, tasks, RolloutOptions(params, agent, step=step), runner)
     passed, infra = {}, 0
     for t in trajs:
-        if t.infra_error:
+        v = verdict(t)
+        if v.infra:
             infra += 1
             continue
-        passed[t.task_id] = bool(t.verify and t.verify.passed)
+        passed[t.task_id] = v.passed
     return HeldoutResult(passed, {t.id: t.domain for t in tasks}, trajs, infra)
 
 
@@ -73,25 +84,6 @@ def paired_mcnemar(before: HeldoutResult, after: HeldoutResult, domain: str | No
 
 async def evaluate_heldout_mixed(engine: Any, tok: Any, tasks: Sequence[Task], runner: Any, max_new_tokens: int = 24,
                                  step: int = 0, agent_cfg: Any = None, temperature: float = 0.0,
-                                 seed: int = 0) -> Any:
-    """`evaluate_heldout` with multi-step tasks run as greedy agent episodes (one per task)."""
-    from posttrain.rollout.agent.loop import AgentOptions, rollout_agent
-    from posttrain.rollout.agent.rl import agent_options
-
-    single = [t for t in tasks if t.limits.max_steps <= 1]
-    multi = [t for t in tasks if t.limits.max_steps > 1]
-    res = await evaluate_heldout(engine, tok, single, runner, max_new_tokens, step, temperature, seed) if single else \
-        HeldoutResult({}, {}, [], 0)
-    if multi:
-        params = SamplingParams(temperature=0.0, n=1)
-        opts = agent_options(params, agent_cfg) if agent_cfg is not None else AgentOptions(temperature=0.0)
-        trajs = await rollout_agent(engine, tok, multi, opts, sandbox=runner.ctx.sandbox, verifier_runner=runner,
-                                    step=step)
-        for t in trajs:
-            if t.infra_error:
-                res.infra_errors += 1
-            else:
-                res.passed[t.task_id] = bool(t.verify and t.verify.passed)
-        res.trajectories.extend(trajs)
-    res.domain_of.update({t.id: t.domain for t in tasks})
-    return res
+                                 seed: int = 0) -> HeldoutResult:
+    """`evaluate_heldout` with the run config's `agent` section (the RL loop's and recipes' call)."""
+    return await evaluate_heldout(engine, tok, tasks, runner, max_new_tokens, step, temperature, seed, agent_cfg)

@@ -29,7 +29,7 @@ from posttrain.eval.episodes import load_tokenizer, rescore
 from posttrain.eval.records import SAMPLES_FILE, EvalError, RecordFile, read_json
 from posttrain.eval.trajio import trajectory_from_dict
 from posttrain.store.run import TRAJECTORIES, RunDir
-from posttrain.types import Task, Trajectory, thaw
+from posttrain.types import Task, Trajectory, is_multi_step, thaw
 
 
 @dataclass
@@ -115,7 +115,7 @@ async def replay_run(run: Path, step: int | None = None, task_id: str | None = N
         raise EvalError(f"{run}: no stored trajectories match step={step} task={task_id}")
     tasks = task_index(run)
     runner = VerifierRunner(sandbox, concurrency=concurrency)
-    multi = any(t.limits.max_steps > 1 for t in (tasks.get(tr.task_version) for tr in trajs) if t is not None)
+    multi = any(is_multi_step(t) for t in (tasks.get(tr.task_version) for tr in trajs) if t is not None)
     tok = _run_tokenizer(run) if multi else None  # episodes are replayed turn by turn: needs the tokenizer
 
     async def one(t: Trajectory) -> ReplayDiff:

@@ -22,7 +22,7 @@ from posttrain.eval.episodes import load_tokenizer, rescore
 from posttrain.eval.records import SAMPLES_FILE, EvalError, RecordFile, read_json, write_json_atomic
 from posttrain.eval.suite import load_suite
 from posttrain.eval.trajio import trajectory_from_dict
-from posttrain.types import Task
+from posttrain.types import Task, is_multi_step
 
 REVERIFY_FILE = "reverify.json"
 
@@ -41,7 +41,7 @@ async def reverify_run(run_dir: Path, n: int, sandbox: Any = None, concurrency: 
     recs = [r for r in RecordFile(run_dir / SAMPLES_FILE).load().values() if r.trajectory and not r.infra_error]
     sem = asyncio.Semaphore(concurrency)
     tok = None
-    if any(t.limits.max_steps > 1 for t in tasks.values()):  # episodes are replayed: the tokenizer rebuilds them
+    if any(is_multi_step(t) for t in tasks.values()):  # episodes are replayed: the tokenizer rebuilds them
         tok = load_tokenizer(read_json(run_dir / "meta.json", "run metadata")["model"])
 
     async def rescore_sample(rec: Any) -> tuple[Any, list[tuple[bool, float] | None]]:

@@ -17,8 +17,8 @@ weights, building the engine: the cost of generation with any harness), generati
 minus the union of generation and verification intervals (planning, prompt encoding,
 the cache, bookkeeping, writing and fsyncing records, the summary).
 
-Multi-step tasks (max_steps > 1: terminal, tools, scene) run as agent episodes through the
-same loop training uses (`episodes.py`), after the single-turn batches, one engine call per
+Multi-step tasks (types.is_multi_step: terminal, tools, scene) run as agent episodes through the
+same rollout entry training uses (`episodes.py`), after the single-turn batches, one engine call per
 step across the episodes of a batch; each episode's verdict comes from its own final state,
 so its span counts as generation (verification happens inside it). A cached multi-step
 sample is replayed: its recorded turns re-run against a fresh sandbox and are re-verified,
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from posttrain.eval.cache import GenerationCache, cache_key
+from posttrain.eval.core import run_scored, verdict
 from posttrain.eval.modelref import ModelRef
 from posttrain.eval.records import (META_FILE, SAMPLES_FILE, SUMMARY_FILE, EvalError, RecordFile, SampleRecord,
                                     read_json, sample_key, write_json_atomic)
@@ -45,7 +46,7 @@ from posttrain.eval.sizing import limit_suite
 from posttrain.eval.suite import Suite
 from posttrain.eval.summary import summarize
 from posttrain.eval.trajio import trajectory_to_dict
-from posttrain.types import Task, Trajectory, TrajError, content_hash
+from posttrain.types import Task, Trajectory, TrajError, content_hash, is_multi_step
 
 
 @dataclass
@@ -115,14 +116,13 @@ def _tokens(traj: Trajectory) -> int:
 
 
 def to_record(task: Task, epoch: int, seed: int, traj: Trajectory, verify_s: float, cached: bool) -> SampleRecord:
-    v = traj.verify
-    infra = traj.infra_error or (traj.error is not None and traj.error.boundary in ("engine", "sandbox", "verifier"))
+    v, judged = traj.verify, verdict(traj)  # eval/core.py: the held-out eval's rule too
     gen_s = 0.0 if cached else float(traj.timings.get("generate_s", 0.0))
     return SampleRecord(
         task_id=task.id, task_version=task.version, domain=task.domain, epoch=epoch, seed=seed,
         prompt="\n".join(f"{m.role}: {m.content}" for m in task.prompt), completion=traj.completion_text,
-        score=0.0 if infra or v is None else v.score, passed=bool(v and v.passed and not infra),
-        status="infra_error" if infra else "ok", details=_plain(v.details) if v else {},
+        score=judged.score, passed=judged.passed, status="infra_error" if judged.infra else "ok",
+        details=_plain(v.details) if v else {},
         reason=v.reason if v else "", steps=traj.num_steps, tokens=_tokens(traj),
         wall_s=gen_s + verify_s, gen_s=gen_s, verify_s=verify_s,
         error={"boundary": traj.error.boundary, "message": traj.error.message} if traj.error else None,
@@ -189,38 +189,52 @@ class _Run:
         if self.progress:
             self.progress(self.done, self.total)
 
-    def _generate_sync(self, jobs: list[_Job], seed: int) -> list[Trajectory]:
+    async def rollout(self, jobs: list[_Job], generated: asyncio.Event) -> None:
+        """One-step jobs through the rollout entry (eval/core.run_scored): generation on a worker
+        thread, then verification on this loop; `generated` is set when generation is over, so the
+        pipeline starts the next batch while this one is verified. Then record them."""
         from posttrain.rollout.engine import SamplingParams
-        from posttrain.rollout.single_turn import rollout_single_turn
+        from posttrain.rollout.entry import RolloutOptions
 
-        params = SamplingParams(**self.sampling, seed=seed, n=1)
-        return asyncio.run(rollout_single_turn(self.engine, self.tok, [j.task for j in jobs], params))
-
-    async def generate(self, jobs: list[_Job]) -> list[Trajectory]:
         seed = int(hashlib.sha256("".join(j.key for j in jobs).encode()).hexdigest()[:8], 16)
+        opts = RolloutOptions(SamplingParams(**self.sampling, seed=seed, n=1), offload_generation=True)
         t0 = time.perf_counter()
+        marks: list[float] = []
+
+        def on_generated(raw: list[Trajectory]) -> None:
+            marks.append(time.perf_counter())
+            self.timer.gen.append((t0, marks[0]))
+            if self.cache is not None:
+                self.cache.put_many((j.key, t) for j, t in zip(jobs, raw) if t.error is None)
+            generated.set()
+
         try:
-            trajs = await asyncio.to_thread(self._generate_sync, jobs, seed)
+            trajs = await run_scored(self.engine, self.tok, [j.task for j in jobs], opts, self.verifier,
+                                     on_generated=on_generated)
         except Exception as e:  # one bad batch is data, not a crash: every sample records it
-            trajs = [_failed(j.task, "engine", f"{type(e).__name__}: {e}") for j in jobs]
-        self.timer.gen.append((t0, time.perf_counter()))
-        if self.cache is not None:
-            self.cache.put_many((j.key, t) for j, t in zip(jobs, trajs) if t.error is None)
-        return trajs
+            if not marks:
+                on_generated([])
+            failed = [_failed(j.task, "engine", f"{type(e).__name__}: {e}") for j in jobs]
+            trajs = [await self.verifier.verify_one(j.task, t) for j, t in zip(jobs, failed)]
+        finally:
+            generated.set()
+        self.timer.verify.append((marks[0], time.perf_counter()))
+        self._record(jobs, trajs, cached=False)
 
-    async def verify_and_record(self, jobs: list[_Job], trajs: list[Trajectory], cached: bool) -> None:
-        async def one(job: _Job, traj: Trajectory) -> SampleRecord:
-            t0 = time.perf_counter()
-            done = dataclasses.replace(await self.verifier.verify_one(job.task, traj), sample=job.epoch)
-            t1 = time.perf_counter()
-            self.timer.verify.append((t0, t1))
-            return to_record(job.task, job.epoch, job.seed, done, t1 - t0, cached)
-
-        recs = await asyncio.gather(*(one(j, t) for j, t in zip(jobs, trajs)))
+    def _record(self, jobs: list[_Job], trajs: list[Trajectory], cached: bool) -> None:
+        recs = [to_record(j.task, j.epoch, j.seed, dataclasses.replace(t, sample=j.epoch),
+                          float(t.timings.get("verify_s", 0.0)), cached) for j, t in zip(jobs, trajs)]
         self.records.append(recs)
         self.done += len(recs)
         if self.progress:
             self.progress(self.done, self.total)
+
+    async def verify_and_record(self, jobs: list[_Job], trajs: list[Trajectory], cached: bool) -> None:
+        """Score cached one-step generations with today's verifier (no model call), then record them."""
+        t0 = time.perf_counter()
+        done = await self.verifier.verify_all({j.task.id: j.task for j in jobs}, trajs)
+        self.timer.verify.append((t0, time.perf_counter()))
+        self._record(jobs, done, cached)
 
 
 def _failed(task: Task, boundary: str, message: str) -> Trajectory:
@@ -238,7 +252,7 @@ def _keyed_sampling(task: Task, sampling: dict[str, Any]) -> dict[str, Any]:
     shas = [a.sha256 for a in task_images(task)]
     if shas:
         out["images"] = shas
-    if task.limits.max_steps > 1:
+    if is_multi_step(task):
         out["environment"] = content_hash({"environment": task.environment, "metadata": task.metadata,
                                            "limits": task.limits})
     return out
@@ -272,20 +286,21 @@ async def _pipeline(run: _Run, jobs: list[_Job], cached: dict[str, Trajectory], 
             for f in finished:
                 f.result()  # a failure to write records is fatal: re-raise it
 
-    single = [j for j in jobs if j.task.limits.max_steps <= 1]
+    single = [j for j in jobs if not is_multi_step(j.task)]
     hits = [j for j in single if j.key in cached]
     if hits:
         inflight.add(asyncio.create_task(run.verify_and_record(hits, [cached[j.key] for j in hits], True)))
     todo = [j for j in single if j.key not in cached]
     for chunk in _chunks(todo, batch, first):
-        trajs = await run.generate(chunk)
-        inflight.add(asyncio.create_task(run.verify_and_record(chunk, trajs, False)))
+        generated = asyncio.Event()
+        inflight.add(asyncio.create_task(run.rollout(chunk, generated)))
+        await generated.wait()  # the engine is free: the next batch may generate while this one verifies
         await drain(2)
     await drain(0)
     # Multi-step episodes use the engine from this loop: only after single-turn generation is done.
     by_epoch: dict[int, list[_Job]] = {}
     for j in jobs:
-        if j.task.limits.max_steps > 1:
+        if is_multi_step(j.task):
             by_epoch.setdefault(j.epoch, []).append(j)
     for epoch_jobs in by_epoch.values():
         for i in range(0, len(epoch_jobs), batch):

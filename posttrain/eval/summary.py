@@ -4,19 +4,18 @@
     s["overall"]["pass@k"]["5"], s["domains"]["code"]["score"]["low"], s["tasks"]["code-3"]["steps"]
 
 Infra-error samples are counted (`infra_errors`, `infra_rate`) and excluded from every
-rate: a sandbox outage must not look like a model regression. pass@k and pass^k are the
-mean over tasks of the per-task unbiased estimators; tasks with fewer than k judged
-samples give NaN and are left out of the mean (`tasks_short[k]` counts them), and the
-mean is NaN when every task is short.
+rate: a sandbox outage must not look like a model regression. pass@k and pass^k are pooled
+by eval/core.py, the same code the in-loop held-out eval uses: the mean over tasks of the
+per-task unbiased estimators; tasks with fewer than k judged samples give NaN and are left
+out of the mean (`tasks_short[k]` counts them), and the mean is NaN when every task is short.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any, Iterable
 
-from posttrain.eval.metrics import nanmean, pass_at_k, pass_hat_k
+from posttrain.eval.core import Verdict, mean_pass_at_k, mean_pass_hat_k, mean_score, tallies
 from posttrain.eval.records import SampleRecord
 from posttrain.eval.stats import clustered_mean_ci, proportion_ci
 
@@ -30,11 +29,14 @@ def ks_for(epochs: int) -> list[int]:
     return sorted(set(ks + [max(1, epochs)]))
 
 
+def _verdict(r: SampleRecord) -> Verdict:
+    """A record's verdict, as eval/core.verdict judged its trajectory when it was recorded."""
+    return Verdict(r.passed, r.score, r.infra_error)
+
+
 def _group(records: list[SampleRecord], epochs: int) -> dict[str, Any]:
     judged = [r for r in records if not r.infra_error]
-    by_task: dict[str, list[SampleRecord]] = defaultdict(list)
-    for r in judged:
-        by_task[r.task_id].append(r)
+    by_task = tallies((r.task_id, _verdict(r)) for r in records)  # eval/core.py
     out: dict[str, Any] = {
         "samples": len(records), "judged": len(judged), "tasks": len({r.task_id for r in records}),
         "infra_errors": len(records) - len(judged),
@@ -42,11 +44,8 @@ def _group(records: list[SampleRecord], epochs: int) -> dict[str, Any]:
         "pass@k": {}, "pass^k": {}, "tasks_short": {},
     }
     for k in ks_for(epochs):
-        at = [pass_at_k(len(rs), sum(r.passed for r in rs), k) for rs in by_task.values()]
-        hat = [pass_hat_k(len(rs), sum(r.passed for r in rs), k) for rs in by_task.values()]
-        out["pass@k"][str(k)] = nanmean(at)
-        out["pass^k"][str(k)] = nanmean(hat)
-        out["tasks_short"][str(k)] = sum(math.isnan(v) for v in at)
+        out["pass@k"][str(k)], out["tasks_short"][str(k)] = mean_pass_at_k(by_task, k)
+        out["pass^k"][str(k)] = mean_pass_hat_k(by_task, k)
     out["pass@1"] = out["pass@k"]["1"]
     out["score"] = clustered_mean_ci([r.score for r in judged], [r.task_id for r in judged]).as_dict()
     out["pass_rate"] = proportion_ci([float(r.passed) for r in judged], [r.task_id for r in judged]).as_dict()
@@ -70,7 +69,7 @@ def summarize(records: Iterable[SampleRecord], epochs: int) -> dict[str, Any]:
         tasks[tid] = {
             "domain": rs[0].domain, "version": rs[0].task_version, "samples": len(rs), "judged": n,
             "passes": sum(r.passed for r in judged), "infra_errors": len(rs) - n,
-            "mean_score": sum(r.score for r in judged) / n if n else float("nan"),
+            "mean_score": mean_score([_verdict(r) for r in rs]),
             "steps": sum(r.steps for r in judged) / n if n else float("nan"),
             "tokens": sum(r.tokens for r in judged) / n if n else float("nan"),
         }

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol, Sequence
 
 from posttrain.rollout.engine import SamplingParams
-from posttrain.rollout.single_turn import rollout_single_turn
+from posttrain.rollout.entry import rollout_options, rollout_scored
 from posttrain.types import Task, Trajectory
 
 
@@ -71,18 +71,13 @@ def sampling_params(st: Any, step: int) -> SamplingParams:
 async def rollout_batch(st: Any, tasks: Sequence[Task], step: int, params: SamplingParams | None = None
                         ) -> tuple[list[Trajectory], float, float]:
     """Generate and score `tasks` for `step` on st.engine: (trajs, generation end, verification end),
-    both perf_counter times. The producer of both sources."""
+    both perf_counter times. The producer of every source; one-step and multi-step tasks alike go
+    through the rollout entry (rollout/entry.py), which scores them all."""
     params = params or sampling_params(st, step)
-    if any(t.limits.max_steps > 1 for t in tasks):  # agent episodes are scored inside the rollout
-        from posttrain.rollout.agent.rl import rollout_mixed
-
-        trajs = await rollout_mixed(st.engine, st.tok, tasks, params, st.cfg.agent, st.runner, step=step)
-        t_gen = time.perf_counter()
-    else:
-        trajs = await rollout_single_turn(st.engine, st.tok, tasks, params, step=step)
-        t_gen = time.perf_counter()
-        trajs = await st.runner.verify_all({t.id: t for t in tasks}, trajs)
-    return trajs, t_gen, time.perf_counter()
+    marks: list[float] = []
+    trajs = await rollout_scored(st.engine, st.tok, tasks, rollout_options(params, st.cfg.agent, step), st.runner,
+                                 on_generated=lambda _: marks.append(time.perf_counter()))
+    return trajs, marks[0], time.perf_counter()
 
 
 def group_by_task(trajs: Sequence[Trajectory]) -> list[list[Trajectory]]:

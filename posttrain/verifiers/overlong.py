@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from posttrain.errors import ConfigError
 from posttrain.registry import registry
-from posttrain.types import Task, Trajectory
+from posttrain.types import Task, Trajectory, is_multi_step
 
 TASK_OVERRIDES = ("gate", "score")  # what `metadata.overlong` may name
 
@@ -79,7 +79,7 @@ class Score(Gate):
         return _task_choice(task) == "gate"
 
     def refusal(self, task: Task) -> str | None:
-        if task.limits.max_steps > 1:
+        if is_multi_step(task):
             return (f"domain {task.domain!r} runs multi-step episodes (task {task.id!r}), which have no per-answer "
                     "token budget to be overlong against")
         return None
@@ -100,14 +100,14 @@ class SoftPenalty(Score):
         self.cache, self.factor = cache, float(factor)
 
     def penalty(self, task: Task, traj: Trajectory) -> float:
-        if self.gates(task) or task.limits.max_steps > 1:
+        if self.gates(task) or is_multi_step(task):
             return 0.0
         over = completion_tokens(traj) - (self.task_budget(task) - self.cache)
         return -self.factor * min(1.0, max(0, over) / self.cache)
 
     def refusal(self, task: Task) -> str | None:
         budget = self.task_budget(task)
-        if task.limits.max_steps <= 1 and self.cache >= budget:
+        if not is_multi_step(task) and self.cache >= budget:
             return (f"domain {task.domain!r} answers within {budget} tokens (task {task.id!r}: limits.max_new_tokens="
                     f"{task.limits.max_new_tokens}), not more than rl.overlong.args.cache={self.cache}")
         return super().refusal(task)

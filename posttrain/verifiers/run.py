@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from typing import Any, Mapping, Sequence
 
 from posttrain.registry import build
@@ -88,14 +89,16 @@ class VerifierRunner:
     async def verify_one(self, task: Task, traj: Trajectory) -> Trajectory:
         if traj.error is not None and traj.error.boundary in ("engine", "sandbox"):
             return dataclasses.replace(traj, verify=VerifyResult.infra(traj.error.message), reward=0.0)
+        t0 = time.perf_counter()
         res = await self._judge(task, traj)
+        timings = {**traj.timings, "verify_s": time.perf_counter() - t0}  # the suite runner's records read it
         reward = res.score + (self.format_weight if res.details.get("rule") != "format" else 0.0)
         if res.status == "ok":
             reward += self.overlong.penalty(task, traj)  # rl.overlong: soft_penalty; 0 for the others
         err = traj.error
         if res.status == "infra_error":
             err = TrajError("verifier", res.reason)
-        return dataclasses.replace(traj, verify=res, reward=reward, error=err)
+        return dataclasses.replace(traj, verify=res, reward=reward, error=err, timings=timings)
 
     async def _prefetch(self, task: Task, trajs: Sequence[Trajectory]) -> None:
         """Score a group's distinct well-formed answers in one batched call, into the cache."""

@@ -132,13 +132,13 @@ def test_step_budget_is_recorded(engine, tmp_path):
 def test_rl_batches_run_agent_external_through_the_proxy(engine):
     """`agent.external` in the run config routes multi-step tasks to the agent process (here an entry point)."""
     from posttrain.config import AgentConfig
-    from posttrain.rollout.agent.rl import rollout_mixed
+    from posttrain.rollout.entry import rollout_options, rollout_scored
     from posttrain.verifiers.run import VerifierRunner
 
     eng, tok, log = engine
     cfg = AgentConfig(external={"entry": "examples.agents.react_agent:main"})
-    [traj] = asyncio.run(rollout_mixed(eng, tok, [calc_task()], SamplingParams(temperature=0.0, n=1), cfg,
-                                       VerifierRunner(None)))
+    opts = rollout_options(SamplingParams(temperature=0.0, n=1), cfg)
+    [traj] = asyncio.run(rollout_scored(eng, tok, [calc_task()], opts, VerifierRunner(None)))
     assert traj.verify.details["proxy"]["calls"] == 2 and traj.verify.passed and len(log) == 2
 
 

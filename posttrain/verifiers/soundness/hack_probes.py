@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from posttrain.types import Spec, Task, thaw
+from posttrain.types import Spec, Task, is_multi_step, thaw
 
 KINDS = ("code_program", "code_expr", "shell", "tool_calls", "structured", "text")
 MAX_CHARS = 1900  # under the format rule's 2000-character cap, so a probe reaches the verifier
@@ -103,7 +103,7 @@ def _single_line(task: Task) -> bool:
     from posttrain.verifiers import rules
 
     rule_for = getattr(rules, "rule_for", None)  # per-domain rules; before them, one line for one-step tasks
-    return rule_for(task).single_line if rule_for is not None else task.limits.max_steps <= 1
+    return rule_for(task).single_line if rule_for is not None else not is_multi_step(task)
 
 
 @dataclass(frozen=True)
