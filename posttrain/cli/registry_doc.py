@@ -55,7 +55,6 @@ CONTRACTS: dict[str, tuple[str, ...]] = {
     "model_backend": ("posttrain.models.service:ChatBackend",),
     "overlong": ("posttrain.verifiers.overlong:OverlongPolicy",),
     "recipe": ("posttrain.recipes.pipeline:Recipe",),
-    "agent_proxy": ("posttrain.rollout.agent.external:AgentProxy",),
 }
 
 CHECKLISTS = """\

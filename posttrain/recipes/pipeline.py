@@ -63,8 +63,17 @@ class RunContext:
             self.state = build_state(self.cfg, self.run_dir, self.model, self.tok,
                                      self.splits.rl if tasks is None else tasks, self.splits.held_out,
                                      self.sandbox, resume=self.resume, engine_factory=engine_factory,
-                                     runner=self.runner)
+                                     runner=self.runner, agent_proxy=self.agent_proxy())
         return self.state
+
+    def agent_proxy(self) -> Any:
+        """What serves the policy to an external agent process (agent.external), or None. Wired here,
+        at the composition root: rollout/ and train/ sit below serve/ and never import it."""
+        if self.cfg.agent.external is None:
+            return None
+        from posttrain.serve.proxy_host import ServedProxy
+
+        return ServedProxy
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:

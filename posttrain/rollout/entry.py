@@ -31,7 +31,7 @@ from posttrain.rollout.single_turn import rollout_single_turn
 from posttrain.types import Task, Trajectory, is_multi_step
 
 if TYPE_CHECKING:
-    from posttrain.rollout.agent.external import ExternalAgent
+    from posttrain.rollout.agent.external import AgentProxyFactory, ExternalAgent
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class RolloutOptions:
     sampling: SamplingParams
     agent: AgentOptions = field(default_factory=AgentOptions)
     external: "ExternalAgent | None" = None  # agent.external: episodes run this agent process
+    proxy: "AgentProxyFactory | None" = None  # serves the engine to that process (the recipe hands it in)
     step: int = 0  # the RL step (request ids, trajectory.step)
     offload_generation: bool = False  # one-step generation on a worker thread (the event loop keeps verifying)
 
@@ -65,13 +66,15 @@ def external_agent(agent_cfg: Any) -> "ExternalAgent | None":
     return ExternalAgent(ext.command, ext.entry, ext.timeout_s, ext.max_calls, dict(ext.env))
 
 
-def rollout_options(params: SamplingParams, agent_cfg: Any = None, step: int = 0) -> RolloutOptions:
+def rollout_options(params: SamplingParams, agent_cfg: Any = None, step: int = 0,
+                    proxy: "AgentProxyFactory | None" = None) -> RolloutOptions:
     """RolloutOptions for an RL step or an eval: episodes sample like `params`; `agent_cfg`
-    (the run config's `agent` section) adds budgets, reward shaping and agent.external."""
+    (the run config's `agent` section) adds budgets, reward shaping and agent.external, whose
+    process talks to the engine through `proxy` (wired by the recipe: serve/proxy_host.py)."""
     if agent_cfg is None:
         agent = AgentOptions(n=params.n, temperature=params.temperature, top_p=params.top_p, seed=params.seed)
-        return RolloutOptions(params, agent, None, step)
-    return RolloutOptions(params, agent_options(params, agent_cfg), external_agent(agent_cfg), step)
+        return RolloutOptions(params, agent, None, proxy, step)
+    return RolloutOptions(params, agent_options(params, agent_cfg), external_agent(agent_cfg), proxy, step)
 
 
 async def _episodes(engine: Any, tok: Any, tasks: Sequence[Task], opts: RolloutOptions, verifier: Any,
@@ -80,7 +83,11 @@ async def _episodes(engine: Any, tok: Any, tasks: Sequence[Task], opts: RolloutO
     if opts.external is not None:
         from posttrain.rollout.agent.external import rollout_external
 
-        return await rollout_external(engine, tok, tasks, opts.agent, opts.external, sandbox=sandbox,
+        if opts.proxy is None:
+            raise ValueError("agent.external is set but no agent proxy was wired in: the recipe passes "
+                             "serve/proxy_host.py's ServedProxy (RunContext.agent_proxy); a caller of rollout_scored "
+                             "passes RolloutOptions(proxy=...)")
+        return await rollout_external(engine, tok, tasks, opts.agent, opts.external, opts.proxy, sandbox=sandbox,
                                       verifier_runner=verifier, step=opts.step)
     return await rollout_agent(engine, tok, tasks, opts.agent, sandbox=sandbox, verifier_runner=verifier,
                                step=opts.step)

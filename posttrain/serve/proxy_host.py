@@ -1,12 +1,12 @@
 """The token-capturing proxy as a service that RL on external agents starts per rollout.
 
-    proxy = registry("agent_proxy").get("serve")(engine, tok, lanes=8)
+    proxy = ServedProxy(engine, tok, lanes=8)   # the recipe hands the class to the rollout (recipes/pipeline.py)
     url = await proxy.start()      # uvicorn on a free loopback port; episodes open under it
     ep = proxy.episodes.open(task, state, max_calls)   # capture.py: one episode's exact ids
     await proxy.stop()
 
-rollout/agent/external.py sits below serve/ (DESIGN.md's layering), so it reaches this class
-by name through the registry, as the `AgentProxy` protocol it defines, never by importing serve.
+rollout/agent/external.py sits below serve/ (DESIGN.md's layering): it receives this class from the
+composition root (RunContext.agent_proxy) as the `AgentProxyFactory` protocol it defines, never by importing serve.
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from posttrain.registry import registry
 
 
-@registry("agent_proxy").register("serve")
 class ServedProxy:
     def __init__(self, engine: Any, tok: Any, lanes: int, lane_len: int = 2048, model_name: str = "policy") -> None:
         self.engine, self.tok, self.lanes, self.lane_len, self.model_name = engine, tok, lanes, lane_len, model_name

@@ -75,7 +75,8 @@ async def rollout_batch(st: Any, tasks: Sequence[Task], step: int, params: Sampl
     through the rollout entry (rollout/entry.py), which scores them all."""
     params = params or sampling_params(st, step)
     marks: list[float] = []
-    trajs = await rollout_scored(st.engine, st.tok, tasks, rollout_options(params, st.cfg.agent, step), st.runner,
+    trajs = await rollout_scored(st.engine, st.tok, tasks, rollout_options(params, st.cfg.agent, step, st.agent_proxy),
+                                 st.runner,
                                  on_generated=lambda _: marks.append(time.perf_counter()))
     return trajs, marks[0], time.perf_counter()
 

@@ -72,6 +72,7 @@ class RLState:
     history: list[dict[str, float]] = field(default_factory=list)
     infra_guard: InfraErrorGuard | None = None  # warns or stops when too many verifications are infra errors
     warnings: dict[str, str] = field(default_factory=dict)  # run_health's findings by kind, each once
+    agent_proxy: Any = None  # rollout/agent/external.py AgentProxyFactory for agent.external (the recipe's)
     async_state: dict | None = None  # the asynchronous source's in-flight batches, from the checkpoint resumed
 
     @property
@@ -92,11 +93,12 @@ def local_engine(cfg: RunConfig, model: Any, tok: Any) -> Any:
 def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks: Sequence[Task],
                 eval_tasks: Sequence[Task], sandbox: Any, resume: bool = False,
                 engine_factory: EngineFactory | None = None, runner: VerifierRunner | None = None,
-                trainer_factory: TrainerFactory | None = None) -> RLState:
+                trainer_factory: TrainerFactory | None = None, agent_proxy: Any = None) -> RLState:
     """`engine_factory` builds the rollout engine from the (possibly resumed) policy; the recipe
     passes a Ray-backed one for `cluster.address` (posttrain/recipes/cluster.py): train/ never
     imports distributed/. `runner`: the run's verifier runner, shared with its evals (default: one
-    over `sandbox`). `trainer_factory`: default_trainer (sharded on rank 0 of N ranks, else local)."""
+    over `sandbox`). `trainer_factory`: default_trainer (sharded on rank 0 of N ranks, else local). `agent_proxy`:
+    what serves the engine to agent.external's process (the recipe passes serve/proxy_host.py's)."""
     torch.manual_seed(cfg.seed)
     mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in train_tasks)}
     cur = cfg.schedule.curriculum  # its levels shaped the task pool (tasks/splits.py); the rest steers draws
@@ -118,7 +120,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
                                       format_weight=cfg.rl.format_weight, overlong=make_overlong(cfg))
     st = RLState(cfg, run_dir, tok, engine, trainer, sched, runner,
                  RunDir(run_dir).store(background=True), run_metrics(cfg, run_dir, "rl"),
-                 list(train_tasks), list(eval_tasks), infra_guard=guard)
+                 list(train_tasks), list(eval_tasks), infra_guard=guard, agent_proxy=agent_proxy)
     if ts is not None:
         st.trainer.restore(ckpt, ts)
         st.scheduler.load_state_dict(ts["scheduler"])

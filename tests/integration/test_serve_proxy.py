@@ -12,6 +12,7 @@ import pytest
 from posttrain.rollout.agent.loop import AgentOptions
 from posttrain.rollout.engine import SamplingParams
 from posttrain.rollout.agent.external import ExternalAgent, ExternalRunner, rollout_external
+from posttrain.serve.proxy_host import ServedProxy
 from tests.unit.serve.conftest import (ANSWER, CALL, SHELL_CALL, calc_task, memorised,  # noqa: F401
                                       SH_PROMPTS, memorised_terminal, sh_task)
 
@@ -41,7 +42,7 @@ def engine(memorised):
 def test_token_capture_equals_what_the_engine_generated(engine):
     eng, tok, log = engine
     [traj] = asyncio.run(rollout_external(eng, tok, [calc_task()], AgentOptions(n=1, temperature=0.0),
-                                          ExternalAgent(REACT)))
+                                          ExternalAgent(REACT), ServedProxy))
     assert traj.finish_reason == "answer", traj.verify
     assert [t.role for t in traj.turns] == ["assistant", "tool", "assistant"]
     gen = [c for _, c in log]
@@ -75,7 +76,7 @@ def test_forced_tool_choice_is_captured_as_prompt_ids_and_the_chain_stays_exact(
         "print(c.chat.completions.create(model=os.environ['POSTTRAIN_MODEL'], messages=msgs, tools=task['tools'])"
         ".choices[0].message.content)\n")
     [traj] = asyncio.run(rollout_external(eng, tok, [calc_task()], AgentOptions(n=1, temperature=0.0),
-                                          ExternalAgent(f"{sys.executable} {agent}")))
+                                          ExternalAgent(f"{sys.executable} {agent}"), ServedProxy))
     assert traj.finish_reason == "answer", traj.verify.details["proxy"]["agent"]
     forced = tuple(tok('<tool_call>{"name":"calculator","arguments":', add_special_tokens=False)["input_ids"])
     (p0, c0), (p1, c1) = log
@@ -101,7 +102,7 @@ def test_a_killed_agent_is_a_failed_episode_and_the_run_goes_on(engine, tmp_path
         f"sys.argv = ['react']; runpy.run_path({str(ROOT / 'examples/agents/react_agent.py')!r}, "
         "run_name='__main__')\n")
     ok, killed = asyncio.run(rollout_external(eng, tok, [calc_task()], AgentOptions(n=2, temperature=0.0),
-                                              ExternalAgent(f"{sys.executable} {flaky}")))
+                                              ExternalAgent(f"{sys.executable} {flaky}"), ServedProxy))
     assert (ok.finish_reason, killed.finish_reason) == ("answer", "agent_error")
     assert ok.verify.passed
     assert not killed.verify.passed and killed.verify.status == "ok" and killed.reward == 0.0
@@ -111,7 +112,7 @@ def test_a_killed_agent_is_a_failed_episode_and_the_run_goes_on(engine, tmp_path
 def test_a_hung_agent_times_out_as_data(engine):
     eng, tok, _ = engine
     [traj] = asyncio.run(rollout_external(eng, tok, [calc_task()], AgentOptions(n=1),
-                                          ExternalAgent("sleep 60", timeout_s=1.0)))
+                                          ExternalAgent("sleep 60", timeout_s=1.0), ServedProxy))
     assert traj.finish_reason == "time_budget" and not traj.verify.passed and not traj.infra_error
     assert traj.timings["total_s"] < 30  # the process group was killed, not waited for
 
@@ -123,7 +124,7 @@ def test_step_budget_is_recorded(engine, tmp_path):
                     "while True:\n"
                     "    c.chat.completions.create(model='policy', messages=[{'role': 'user', 'content': 'What is 2*3?'}])\n")
     [traj] = asyncio.run(rollout_external(eng, tok, [calc_task()], AgentOptions(n=1, temperature=0.0),
-                                          ExternalAgent(f"{sys.executable} {loop}", max_calls=2, timeout_s=30)))
+                                          ExternalAgent(f"{sys.executable} {loop}", max_calls=2, timeout_s=30), ServedProxy))
     assert traj.finish_reason == "max_steps" and traj.verify.details["proxy"]["calls"] == 2
     assert traj.verify.details["proxy"]["rerendered"]  # same first message again: a rewritten history
     assert traj.num_steps == 1
@@ -137,7 +138,7 @@ def test_rl_batches_run_agent_external_through_the_proxy(engine):
 
     eng, tok, log = engine
     cfg = AgentConfig(external={"entry": "examples.agents.react_agent:main"})
-    opts = rollout_options(SamplingParams(temperature=0.0, n=1), cfg)
+    opts = rollout_options(SamplingParams(temperature=0.0, n=1), cfg, proxy=ServedProxy)
     [traj] = asyncio.run(rollout_scored(eng, tok, [calc_task()], opts, VerifierRunner(None)))
     assert traj.verify.details["proxy"]["calls"] == 2 and traj.verify.passed and len(log) == 2
 
@@ -165,7 +166,7 @@ def test_a_terminal_task_runs_its_tools_in_the_episodes_sandbox_session(engine, 
         pool = SandboxPool(concurrency=1)
         try:
             return await rollout_external(eng, tok, [task], AgentOptions(n=1, temperature=0.0),
-                                          ExternalAgent(f"{sys.executable} {agent}"), sandbox=pool)
+                                          ExternalAgent(f"{sys.executable} {agent}"), ServedProxy, sandbox=pool)
         finally:
             await pool.close()
 
@@ -196,7 +197,7 @@ def test_the_react_agent_solves_a_terminal_task_through_the_sandbox_session(memo
         pool = SandboxPool(concurrency=1)
         try:
             return await rollout_external(eng, tok, [sh_task(prompt=prompt)], AgentOptions(n=1, temperature=0.0),
-                                          ExternalAgent(REACT), sandbox=pool)
+                                          ExternalAgent(REACT), ServedProxy, sandbox=pool)
         finally:
             await pool.close()
 

@@ -1,9 +1,11 @@
 """RL on an agent written against the OpenAI API: one agent process per episode, behind a proxy.
 
-    trajs = await rollout_external(engine, tok, tasks, AgentOptions(n=4), ExternalAgent("python my_agent.py"))
+    trajs = await rollout_external(engine, tok, tasks, AgentOptions(n=4), ExternalAgent("python my_agent.py"),
+                                   proxy=ServedProxy)   # serve/proxy_host.py, handed in by the caller
 
-The engine is served in-process (the `agent_proxy` named "serve": posttrain/serve/proxy_host.py,
-uvicorn on a free loopback port) for the duration of the rollout. Each episode gets its own proxy URL and one agent process:
+The engine is served in-process for the duration of the rollout, by the proxy the caller hands in
+(`AgentProxyFactory`; the recipes pass serve/proxy_host.py's `ServedProxy`, uvicorn on a free loopback
+port: rollout/ sits below serve/ and never imports it). Each episode gets its own proxy URL and one agent process:
 
 - environment: `PATH` with this interpreter's directory first (so `python` is the run's),
   `OPENAI_BASE_URL` = `http://127.0.0.1:PORT/episodes/EP/v1`,
@@ -56,6 +58,12 @@ class AgentProxy(Protocol):
     async def stop(self) -> None: ...
 
 
+class AgentProxyFactory(Protocol):
+    """Builds the proxy for one rollout: `lanes` episodes in flight at once (serve/proxy_host.py ServedProxy)."""
+
+    def __call__(self, engine: Any, tok: Any, lanes: int) -> AgentProxy: ...
+
+
 @dataclass(frozen=True)
 class ExternalAgent:
     command: str | None = None  # shell command, e.g. "python my_agent.py"
@@ -103,19 +111,17 @@ async def run_agent(spec: ExternalAgent, env: dict[str, str], stdin: bytes, time
 
 
 class ExternalRunner:
-    def __init__(self, engine: Any, tok: Any, opts: AgentOptions, spec: ExternalAgent, sandbox: Any = None,
-                 verifier_runner: Any = None, step: int = 0) -> None:
+    def __init__(self, engine: Any, tok: Any, opts: AgentOptions, spec: ExternalAgent, proxy: AgentProxyFactory,
+                 sandbox: Any = None, verifier_runner: Any = None, step: int = 0) -> None:
         from posttrain.verifiers.run import VerifierRunner
 
         self.engine, self.tok, self.opts, self.spec, self.sandbox, self.step = engine, tok, opts, spec, sandbox, step
+        self.proxy = proxy
         self.verifiers = verifier_runner or VerifierRunner(sandbox)
 
     async def run(self, tasks: Sequence[Task]) -> list[Trajectory]:
-        from posttrain.registry import registry
-
-        # serve/ sits above rollout/: its proxy is looked up by name (serve/proxy_host.py), never imported.
         # Lanes for the episodes that can be in flight at once, 2k tokens each to start (longer ones grow them).
-        self.serve: AgentProxy = registry("agent_proxy").get("serve")(self.engine, self.tok, lanes=self.opts.concurrency)
+        self.serve: AgentProxy = self.proxy(self.engine, self.tok, lanes=self.opts.concurrency)
         try:
             self.url = await self.serve.start()
             return await run_episodes(self.episode, tasks, self.opts)
@@ -217,7 +223,7 @@ class ExternalRunner:
 
 
 async def rollout_external(engine: Any, tokenizer: Any, tasks: Sequence[Task], opts: AgentOptions,
-                           spec: ExternalAgent, sandbox: Any = None, verifier_runner: Any = None,
-                           step: int = 0) -> list[Trajectory]:
-    """`opts.n` episodes per task through the agent process; trajs[g * n + k], as rollout_agent."""
-    return await ExternalRunner(engine, tokenizer, opts, spec, sandbox, verifier_runner, step).run(tasks)
+                           spec: ExternalAgent, proxy: AgentProxyFactory, sandbox: Any = None,
+                           verifier_runner: Any = None, step: int = 0) -> list[Trajectory]:
+    """`opts.n` episodes per task through the agent process served by `proxy`; trajs[g * n + k], as rollout_agent."""
+    return await ExternalRunner(engine, tokenizer, opts, spec, proxy, sandbox, verifier_runner, step).run(tasks)

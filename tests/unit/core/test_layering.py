@@ -3,8 +3,8 @@
 Layers, lowest first (DESIGN.md, "Modules: who owns what"):
     types/errors <- registry/config <- sandbox, schedule, models, store, parallel <- tasks
     <- verifiers <- rollout <- eval, longctx <- train <- recipes, serve, view <- cli
-(RL on external agents runs episodes through serve's proxy: rollout/agent/external.py looks it
-up by name, `registry("agent_proxy")`, and never imports serve.)
+(RL on external agents runs episodes through serve's proxy: the recipe hands serve/proxy_host.py's
+ServedProxy down to rollout/agent/external.py, which never imports serve.)
 `config_check` (the checks of a config that read task files) sits with `tasks`.
 `parallel` (FSDP2/DTensor meshes, DCP, the rank group and launcher) sits with the lowest
 packages: it knows nothing of tasks, sandboxes, rollouts, training or Ray, so everything it

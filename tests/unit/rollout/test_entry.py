@@ -68,3 +68,29 @@ def test_the_multi_step_dispatch_is_written_once():
     pattern = re.compile(r"max_steps\s*(>|<=)\s*1\b")
     hits = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if pattern.search(p.read_text()))
     assert hits == ["config_schema.py", "types.py"]
+
+
+def test_an_external_agent_without_a_proxy_is_refused_naming_the_wiring(tok):
+    """agent.external's process reaches the engine through a proxy that only the composition root can
+    build (serve/ sits above rollout/): a caller that forgets it gets one line saying what to pass."""
+    import pytest
+
+    from posttrain.rollout.agent.external import ExternalAgent
+
+    opts = dataclasses.replace(rollout_options(SamplingParams(temperature=0.0, n=1)), external=ExternalAgent("true"))
+    with pytest.raises(ValueError, match="no agent proxy was wired in"):
+        run(rollout_scored(SampledEngine(tok, policy), tok, [calc_task()], opts, VerifierRunner(None)))
+
+
+def test_the_recipe_wires_the_served_proxy_only_for_an_external_agent():
+    from posttrain.config import load_config
+    from posttrain.recipes.pipeline import RunContext
+    from posttrain.serve.proxy_host import ServedProxy
+
+    from posttrain.config_schema import ExternalAgentConfig
+
+    plain = load_config(None, [])
+    external = plain.model_copy(update={"agent": plain.agent.model_copy(
+        update={"external": ExternalAgentConfig(command="python my_agent.py")})})
+    ctx = lambda cfg: RunContext(cfg, Path("unused"), False, lambda *_: None, None)  # noqa: E731
+    assert ctx(plain).agent_proxy() is None and ctx(external).agent_proxy() is ServedProxy
