@@ -17,7 +17,9 @@ SMALL = ["tasks.domains.arithmetic.n_train=60", "tasks.domains.code.n_train=60",
          "tasks.domains.code.n_eval=10", "sft.steps=10", "rl.prompts_per_step=4", "rl.group_size=4", "engine.name=hf"]
 
 
-def run_cli(*args, timeout=120):
+def run_cli(*args, timeout=600):
+    # `timeout` guards against a hang only (no test here asserts on speed): a run that takes 60 s on a
+    # quiet machine took over 120 s at load average 15, and failed a deadline that measured nothing.
     return subprocess.run(CLI + list(args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
@@ -48,13 +50,13 @@ def test_interrupted_run_resumes_without_duplicated_or_missing_steps(tmp_path):
     # finish before the interrupt landed (the race this test must not depend on).
     args = CLI + ["rl", "examples/tiny_rl.yaml", "rl.steps=40", "rl.checkpoint_every=100", *SMALL, "--out", str(out)]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 90
+    deadline = time.time() + 600  # a hang guard: the loop leaves as soon as two steps are logged
     while time.time() < deadline:  # stop it once step index 1 (the 2nd step) is logged
         if (out / "metrics.jsonl").is_file() and len(metric_steps(out)) >= 2:
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=300)
     assert proc.returncode != 0
     done = metric_steps(out)
     assert 2 <= len(done) < 40
