@@ -30,7 +30,11 @@ def test_fork_bomb_is_contained(py):
     token = "ptb" + secrets.token_hex(5)
     src = f"import os, ctypes\nctypes.CDLL(None).prctl(15, b'{token}', 0, 0, 0)\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     r = py(src, limits=ExecLimits(wall_s=1.5, pids=32))
-    assert r.status == "timeout"
+    # Contained either way; the verdict is "timeout" unless other work on this host starved every try
+    # of CPU (sandbox/overload.py: then no verdict about the program is possible, by design). That
+    # happened under `make test` at load average 15 (1 run in 6): the one status allowed besides timeout.
+    starved = r.status == "sandbox_error" and "starved of CPU by other work" in (r.error or "")
+    assert r.status == "timeout" or starved, (r.status, r.error)
     assert _procs_named(token) == []
 
 
