@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
 AGENT_SMALL = ["sft.steps=4", "agent.recipe.stop_at=null", "agent.recipe.habits=null", "agent.recipe.n_train=16",
@@ -22,24 +24,28 @@ def test_every_example_is_run_by_an_integration_test():
     assert [e for e in examples if e not in tests] == []
 
 
-def test_agent_quickstart_cli_writes_its_summary(tmp_path):
-    out = tmp_path / "agent"
+@pytest.fixture(scope="module")
+def agent_run(tmp_path_factory):
+    """One reduced agent quickstart through the real CLI, read by the tests below (each checks one property)."""
+    out = tmp_path_factory.mktemp("agent-quickstart") / "agent"
     r = subprocess.run(CLI + ["quickstart", "--agent", "--out", str(out), *AGENT_SMALL], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
+    return out, r
+
+
+def test_agent_quickstart_cli_writes_its_summary(agent_run):
+    out, r = agent_run
     s = json.loads((out / "agent_summary.json").read_text())
     assert s["n_tasks"] == 4 and s["sft_steps"] == 4 and s["rl_steps"] >= 1
     assert "| completion (pass) |" in r.stdout
     assert (out / "config.yaml").is_file() and (out / "trajectories.sqlite").is_file()
 
 
-def test_agent_quickstart_pins_the_tasks_it_trained_and_evaluated_on(tmp_path):
+def test_agent_quickstart_pins_the_tasks_it_trained_and_evaluated_on(agent_run):
     from posttrain.tasks.splits import load_pinned
 
-    out = tmp_path / "agent"
-    r = subprocess.run(CLI + ["quickstart", "--agent", "--out", str(out), *AGENT_SMALL], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
+    out, _ = agent_run
     pinned = load_pinned(out)
     held = json.loads((out / "agent_summary.json").read_text())["n_tasks"]
     assert pinned is not None and len(pinned.held_out) == held and pinned.train
@@ -54,7 +60,7 @@ def test_agent_quickstart_measured_warm_ups_check_their_levels_and_print_them(tm
     r = subprocess.run(CLI + ["quickstart", "--agent", "--out", str(out), *small, "sft.steps=4",
                               "agent.recipe.stop_at=0.99", "agent.recipe.check_every=2", "agent.recipe.val_tasks=2",
                               "agent.recipe.habits=[0.9,0.3,0.3]", "agent.recipe.habit_steps=2"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "SFT step 2: validation completion" in r.stdout and "SFT step 4: validation completion" in r.stdout
     assert "habit step 2: validation calculator called in" in r.stdout
