@@ -282,6 +282,11 @@ class RLConfig(Section):
     share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
     prefix_layout: str = Field(default="auto", pattern="^(auto|kv|dense)$")  # train/prefix_kv.py: kv ~ G*L, dense ~ its square
     dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)
+    # The behaviour policy's logprobs in the loss's ratio (issue 38): engine = the rollout engine's
+    # own (exact only for fp32 rollouts); recompute = the trainer's fp32 forward at the rollout weights
+    # (verl's old-log-prob recompute; fused into the update's forward when there is one minibatch and
+    # one epoch), which bf16 rollouts (engine.args.matmul_dtype: bfloat16 | auto) require.
+    old_logprobs: Literal["engine", "recompute"] = "engine"
     max_grad_norm: float = Field(default=1.0, gt=0.0)
     format_weight: float = Field(default=0.0, ge=0.0)  # extra reward weight of the format rule (gated anyway)
     overlong: OverlongConfig = OverlongConfig()  # truncated completions: gate | score | soft_penalty
