@@ -280,7 +280,7 @@ class RLConfig(Section):
     # activation memory for N tokens instead of the minibatch's (train/update.py).
     micro_tokens: int = Field(default=0, ge=0)
     share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
-    prefix_layout: str = Field(default="auto", pattern="^(auto|kv|dense)$")  # train/prefix_kv.py: kv ~ G*L, dense ~ its square
+    prefix_layout: str = Field(default="auto", pattern="^(auto|kv|dense|varlen)$")  # train/prefix_kv.py: kv ~ G*L, dense ~ its square; varlen: one pass (train/varlen.py)
     dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)
     # The behaviour policy's logprobs in the loss's ratio (issue 38): engine = the rollout engine's
     # own (exact only for fp32 rollouts); recompute = the trainer's fp32 forward at the rollout weights
