@@ -1,5 +1,6 @@
 """The RL update in one pass (`rl.prefix_layout: varlen`): every prompt once and every completion,
-packed into one flat row with no padding and no dense mask, through one forward and one backward.
+packed into one flat row with no padding and no dense mask, through one forward and one backward
+(on CPU, whole groups cut into cache-sized passes: `CPU_PASS_TOKENS`).
 
     vb = varlen_batch(trajs, targets=tb.loss_mask.shape[1], pad_id=pad)   # None: nothing to do
     logp, ent = vb.logprobs(model)        # both [B, L-1], in pack_trajectories' layout
@@ -40,6 +41,15 @@ from posttrain.train.prefix_kv import _long, _picked, _tail, split_passes
 from posttrain.types import Trajectory
 
 ATTENTION_NAME = "posttrain_varlen"
+# On CPU, whole groups are cut into passes of about this many tokens: one flat row of ~22k tokens
+# ran 0.81-0.88x `kv` on the 2-core AMD EPYC (its MLP activations leave the cache: elementwise ops
+# 2x slower), passes of 2,048 tokens 1.06-1.24x (benchmarks/rl_update_speed.py update, tiny model).
+CPU_PASS_TOKENS = 2048.0
+
+
+def varlen_pass_tokens(model: Any) -> float:
+    """Tokens per pass for `model`'s device: one pass on an accelerator, cache-sized passes on CPU."""
+    return CPU_PASS_TOKENS if next(model.parameters()).device.type == "cpu" else float("inf")
 
 
 @dataclass

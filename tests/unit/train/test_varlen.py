@@ -35,10 +35,11 @@ def plain_and_varlen(model, pad, ts, **kw):
     return tb.loss_mask, plain, entropy_from_logits(logits), lp, ent
 
 
-@pytest.mark.parametrize("bucket_tokens", [1e9, 0.0])  # one bucket each; one bucket per distinct length
-def test_logprobs_and_entropies_match_the_plain_layout(tiny, bucket_tokens):
+@pytest.mark.parametrize("bucket_tokens,pass_tokens", [(1e9, float("inf")), (0.0, float("inf")), (0.0, 8.0)])
+def test_logprobs_and_entropies_match_the_plain_layout(tiny, bucket_tokens, pass_tokens):
+    """One bucket each, one bucket per distinct length, and whole groups cut into passes (CPU's default)."""
     with torch.no_grad():
-        m, plain, pent, lp, ent = plain_and_varlen(*tiny, trajs(), bucket_tokens=bucket_tokens)
+        m, plain, pent, lp, ent = plain_and_varlen(*tiny, trajs(), bucket_tokens=bucket_tokens, pass_tokens=pass_tokens)
     assert torch.allclose(plain * m, lp * m, atol=1e-5)
     assert torch.allclose(pent * m, ent * m, atol=1e-5)
 
@@ -56,7 +57,8 @@ def test_gradients_match_the_plain_layout(tiny):
     tb = pack_trajectories(ts, pad)
     w = torch.randn(tb.loss_mask.shape, generator=torch.Generator().manual_seed(0)) * tb.loss_mask
     a = grads(model, lambda: token_logprobs(model, tb.input_ids, tb.attention_mask)[0], w)
-    b = grads(model, lambda: varlen_batch(ts, tb.loss_mask.shape[1], pad, bucket_tokens=0.0).logprobs(model)[0], w)
+    b = grads(model, lambda: varlen_batch(ts, tb.loss_mask.shape[1], pad, bucket_tokens=0.0,
+                                          pass_tokens=8.0).logprobs(model)[0], w)
     assert len(a) == len(b) > 0
     assert all(torch.allclose(x, y, atol=1e-5, rtol=1e-4) for x, y in zip(a, b))
 
