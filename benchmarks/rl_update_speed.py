@@ -38,7 +38,6 @@ from rl_step_bench import grpo_batch  # noqa: E402
 
 from posttrain.config import RLConfig, TinyModelConfig  # noqa: E402
 import posttrain.train.update as update  # noqa: E402
-from posttrain.train.varlen import varlen_batch  # noqa: E402
 
 
 def header(threads: int) -> None:
@@ -71,7 +70,7 @@ def bench_update(repeats: int, pass_tokens: list[float], bf16: bool) -> None:
     adv = torch.randn(len(trajs))
 
     def step(layout: str, passes: float = float("inf"), precision: str = "fp32") -> None:
-        update.varlen_batch = functools.partial(varlen_batch, pass_tokens=passes)
+        update.varlen_pass_tokens = lambda model: passes  # the layout's pass size for this variant
         update.update_policy(model, opt, trajs, adv, RLConfig(max_new_tokens=130, prefix_layout=layout),
                              tok.pad_token_id, tcfg=TrainerConfig(precision=precision))
 
