@@ -22,7 +22,7 @@ from posttrain.train.loss_norm import StepCounts, denominator
 from posttrain.train.losses import LOSSES, entropy_from_logits
 from posttrain.train.prefix_kv import shared_layout
 from posttrain.train.shared_prefix import can_share
-from posttrain.train.varlen import varlen_batch, varlen_pass_tokens
+from posttrain.train.varlen import usable as varlen_usable, varlen_batch, varlen_pass_tokens
 from posttrain.errors import PosttrainError
 from posttrain.types import Trajectory
 
@@ -62,11 +62,12 @@ class SampleLayout:
         uniq = list(sub)
         if cfg.dedup_samples:
             uniq, self.inv = unique_samples(sub)
-        if cfg.share_prefix and cfg.prefix_layout == "varlen":  # one flat row, one forward (train/varlen.py)
+        if cfg.share_prefix and cfg.prefix_layout == "varlen" and varlen_usable(model):  # one flat row (varlen.py)
             self.sb = varlen_batch(uniq, tb.loss_mask.shape[1], pad_id, pass_tokens=varlen_pass_tokens(model)) \
                 if can_share(model) else None
         elif cfg.share_prefix:  # rl.prefix_layout: kv (prompt K/V reused) or dense (one 4D-masked row)
-            self.sb = shared_layout(cfg.prefix_layout, model, uniq, tb.loss_mask.shape[1], pad_id,
+            name = "dense" if cfg.prefix_layout == "varlen" else cfg.prefix_layout  # varlen under checkpointing
+            self.sb = shared_layout(name, model, uniq, tb.loss_mask.shape[1], pad_id,
                                     recompute=cfg.micro_tokens or float("inf"))
         if self.sb is None and len(uniq) < len(sub):
             self.tu = pack_trajectories(uniq, pad_id)  # same width as tb: the longest sample is kept

@@ -26,7 +26,8 @@ gradients against the plain layout.
 Limits: the model's attention must be HF's standard attention interface (Llama, Qwen, Mistral
 families: query/key/value after RoPE handed to the registered function); a sliding window shorter
 than prompt + completion is not applied (as in prefix_kv.py), and attention logit soft-capping is
-refused. Gradient checkpointing works (no cache is involved).
+refused. Under gradient checkpointing the update uses the dense layout instead (`usable`):
+backward's recompute of a layer would run after the attention switch is undone.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ ATTENTION_NAME = "posttrain_varlen"
 # ran 0.81-0.88x `kv` on the 2-core AMD EPYC (its MLP activations leave the cache: elementwise ops
 # 2x slower), passes of 2,048 tokens 1.06-1.24x (benchmarks/rl_update_speed.py update, tiny model).
 CPU_PASS_TOKENS = 2048.0
+
+
+def usable(model: Any) -> bool:
+    """False under gradient checkpointing (HF's activation checkpointing; older name below)."""
+    checkpointed = getattr(model, "is_activation_checkpointing", None)
+    return not (checkpointed if checkpointed is not None else getattr(model, "is_gradient_checkpointing", False))
 
 
 def varlen_pass_tokens(model: Any) -> float:

@@ -63,6 +63,23 @@ def test_gradients_match_the_plain_layout(tiny):
     assert all(torch.allclose(x, y, atol=1e-5, rtol=1e-4) for x, y in zip(a, b))
 
 
+def test_lora_gradients_match_through_peft():
+    from posttrain.config import LoraConfig, TrainerConfig
+    from posttrain.train.lora import prepare_model
+
+    model = prepare_model(llama(), TrainerConfig(lora=LoraConfig(target_modules=["q_proj", "v_proj"])))
+    for n, p in model.named_parameters():  # peft starts B at zero: make the adapters matter
+        if "lora_B" in n:
+            torch.nn.init.normal_(p, std=0.1)
+    ts = trajs()
+    tb = pack_trajectories(ts, 0)
+    w = torch.randn(tb.loss_mask.shape, generator=torch.Generator().manual_seed(0)) * tb.loss_mask
+    a = grads(model, lambda: token_logprobs(model, tb.input_ids, tb.attention_mask)[0], w)
+    b = grads(model, lambda: varlen_batch(ts, tb.loss_mask.shape[1], 0).logprobs(model)[0], w)
+    assert len(a) == len(b) > 0
+    assert all(torch.allclose(x, y, atol=1e-5, rtol=1e-4) for x, y in zip(a, b))
+
+
 def test_the_model_keeps_its_own_attention_after_a_varlen_pass(tiny):
     model, pad = tiny
     before = model.config._attn_implementation
@@ -85,3 +102,16 @@ def test_an_update_in_one_pass_equals_the_kv_and_plain_updates(tiny):
     for name in ("plain", "kv"):
         assert out["varlen"][0] == pytest.approx(out[name][0], abs=1e-6)
         torch.testing.assert_close(out["varlen"][1], out[name][1], atol=1e-5, rtol=1e-4)
+
+
+def test_under_gradient_checkpointing_the_update_uses_the_dense_layout(tiny):
+    """Backward's recompute of a checkpointed layer would run without the varlen attention switch."""
+    from posttrain.config import TrainerConfig
+    from posttrain.train.lora import prepare_model
+    from posttrain.train.shared_prefix import SharedBatch
+    from posttrain.train.update import SampleLayout
+
+    model = prepare_model(copy.deepcopy(tiny[0]), TrainerConfig(gradient_checkpointing=True))
+    ts = trajs()
+    layout = SampleLayout(model, ts, pack_trajectories(ts, tiny[1]), tiny[1], RLConfig(prefix_layout="varlen"))
+    assert isinstance(layout.sb, SharedBatch)
