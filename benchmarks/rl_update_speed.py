@@ -113,8 +113,8 @@ def bench_rollout(model_dir: Path, repeats: int, n_prompts: int, group: int, new
     base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(model_dir)
     questions = [f"What is {17 * k + 23} plus {31 * k + 9}? Answer with the number only." for k in range(n_prompts)]
-    prompts = [tuple(tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True, return_dict=False))
-               for q in questions]
+    prompts = [tuple(tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
+                                             return_dict=False)) for q in questions]
     policy = prepare_model(copy.deepcopy(base), TrainerConfig(lora=LoraConfig()))
     opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6)
     batches = {}

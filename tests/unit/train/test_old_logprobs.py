@@ -36,9 +36,9 @@ def bf16_rollouts(model, tok, prompts=4, n=4) -> list[Trajectory]:
             for l in torch.randint(6, 14, (prompts,), generator=g)]
     out = []
     for k, c in enumerate(eng.generate(reqs)):
-        p = reqs[k // n].prompt_ids
-        out.append(Trajectory(f"t{k // n}", "v", "d", tuple(p), (Turn("assistant", "", tuple(c.token_ids),
-                                                                       tuple(c.logprobs)),), group=k // n, sample=k % n))
+        turn = Turn("assistant", "", tuple(c.token_ids), tuple(c.logprobs))
+        out.append(Trajectory(f"t{k // n}", "v", "d", tuple(reqs[k // n].prompt_ids), (turn,), group=k // n,
+                              sample=k % n))
     return out
 
 

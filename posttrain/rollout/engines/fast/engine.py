@@ -102,7 +102,7 @@ class FastEngine(Streaming, LaneBudget):
                 raise ConfigError(f"engine.args.matmul_dtype must be one of {sorted(MATMUL_DTYPES)}, got {matmul_dtype!r}")
             if matmul_dtype == "auto":  # measured once per process (matmul_choice.py); the run's log says which
                 matmul_dtype = resolve_matmul_dtype(matmul_dtype, self.lm.device)
-                _log.info("engine.args.matmul_dtype=auto: weight matmuls in %s (measured on this machine)", matmul_dtype)
+                _log.info("engine.args.matmul_dtype=auto: weight matmuls in %s (measured here)", matmul_dtype)
             self.lm.set_matmul_dtype(getattr(torch, matmul_dtype))
         self.matmul_dtype = matmul_dtype or "float32"  # what the weight matmuls run in (auto resolved)
         self.tok = tokenizer
