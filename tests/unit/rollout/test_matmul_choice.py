@@ -47,3 +47,11 @@ def test_the_measurement_runs_once_per_process(fresh_choice, monkeypatch):
 def test_the_real_measurement_times_both_dtypes():
     fp32_s, bf16_s = matmul_choice.time_matmuls(rounds=1, shape=(8, 64, 64))
     assert fp32_s > 0 and bf16_s > 0
+
+
+def test_the_choice_is_said_once(fresh_choice, monkeypatch, capsys, tiny):
+    monkeypatch.setattr(matmul_choice, "time_matmuls", lambda: (0.010, 0.020))
+    matmul_choice.say_choice.cache_clear()
+    for _ in range(2):
+        FastEngine(tiny[0], tiny[1], matmul_dtype="auto")
+    assert capsys.readouterr().err.count("engine.args.matmul_dtype=auto: weight matmuls in float32") == 1

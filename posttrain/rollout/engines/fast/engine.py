@@ -39,7 +39,6 @@ the decode batch to buckets and compiles the decode step (torch.compile,
 
 from __future__ import annotations
 
-import logging
 import math
 import random
 import threading
@@ -56,7 +55,7 @@ from posttrain.rollout.engine import Completion, GenRequest
 from posttrain.rollout.engines.fast import speculative as _speculators  # noqa: F401  registers 'ngram', 'draft'
 from posttrain.rollout.engines.fast.kv_cache import PagedStore
 from posttrain.rollout.engines.fast.lane_budget import LaneBudget
-from posttrain.rollout.engines.fast.matmul_choice import resolve_matmul_dtype
+from posttrain.rollout.engines.fast.matmul_choice import resolve_matmul_dtype, say_choice
 from posttrain.rollout.engines.fast.model import FastLM, check_supported
 from posttrain.rollout.engines.fast.prefill import PrefillStats, prefill
 from posttrain.rollout.engines.fast.sampling import RowParams, sample
@@ -68,7 +67,6 @@ from posttrain.rollout.vision import text_only_error
 from posttrain.rollout.weight_sync import SyncReport, WeightSyncError, install
 
 
-_log = logging.getLogger(__name__)
 MATMUL_DTYPES = ("bfloat16", "float16", "float32", "auto")
 
 
@@ -100,9 +98,9 @@ class FastEngine(Streaming, LaneBudget):
         if matmul_dtype is not None:  # bfloat16: weight matmuls on AMX / AVX512-BF16, the rest fp32
             if matmul_dtype not in MATMUL_DTYPES:
                 raise ConfigError(f"engine.args.matmul_dtype must be one of {sorted(MATMUL_DTYPES)}, got {matmul_dtype!r}")
-            if matmul_dtype == "auto":  # measured once per process (matmul_choice.py); the run's log says which
+            if matmul_dtype == "auto":  # measured once per process (matmul_choice.py); said once on stderr
                 matmul_dtype = resolve_matmul_dtype(matmul_dtype, self.lm.device)
-                _log.info("engine.args.matmul_dtype=auto: weight matmuls in %s (measured here)", matmul_dtype)
+                say_choice(matmul_dtype)
             self.lm.set_matmul_dtype(getattr(torch, matmul_dtype))
         self.matmul_dtype = matmul_dtype or "float32"  # what the weight matmuls run in (auto resolved)
         self.tok = tokenizer

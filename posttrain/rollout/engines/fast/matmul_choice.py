@@ -10,13 +10,15 @@ alone is no guarantee), so the choice is measured: a decode-shaped product (64 r
 SmolLM2-135M MLP's 576 x 1536 weight) timed in both dtypes, interleaved, best of a few rounds,
 on the threads the engine will use. bf16 is picked only when it is faster by `MARGIN`, so the
 automatic choice never makes rollouts slower than fp32 by more than the timing noise. The
-result is cached per (device type, thread count) for the process: one measurement (~50 ms).
+result is cached per (device type, thread count) for the process: one measurement (~50 ms),
+said once on stderr.
 A CUDA device picks bf16 where torch says it is supported (tensor cores), without timing.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import time
 
 import torch
@@ -71,3 +73,10 @@ def resolve_matmul_dtype(name: str | None, device: torch.device | str | None = N
         return name
     dev = torch.device(device) if device is not None else torch.device("cpu")
     return _measured(dev.type, torch.get_num_threads())
+
+
+@functools.lru_cache(maxsize=None)
+def say_choice(name: str) -> None:
+    """One stderr line per process and choice: which dtype `auto` picked (each engine rebuild is silent)."""
+    print(f"posttrain: engine.args.matmul_dtype=auto: weight matmuls in {name} (measured on this machine)",
+          file=sys.stderr)
