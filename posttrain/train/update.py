@@ -139,14 +139,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     totals: dict[str, float] = {}
     corr = correction(model, trajs, pad_id, cfg) if correction is not None else None
     recompute = cfg.old_logprobs == "recompute"
-    if recompute and corr is not None:
-        raise ValueError("rl.old_logprobs=recompute with an off-policy correction: the recompute is the "
-                         "current weights' logprobs, not the older behaviour policy's")
-    # one minibatch, one epoch: the update's own forward runs at the rollout weights, so its detached
-    # logprobs are the recompute (no extra forward); else one no-grad pass before any step
-    fused = recompute and n_mb == 1 and cfg.update_epochs == 1
-    behaviour = (recompute_old_logprobs(model, [[trajs[i] for i in mb.tolist()] for mb in torch.chunk(order, n_mb)],
-                                        pad_id, cfg) if recompute and not fused else None)
+    fused, behaviour = _behaviour_plan(model, trajs, torch.chunk(order, n_mb), corr, pad_id, cfg)
     for _epoch in range(cfg.update_epochs):
         for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
@@ -184,6 +177,21 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
                 totals[k] = totals.get(k, 0.0) + v / (n_mb * cfg.update_epochs)
     model.eval()
     return totals
+
+
+def _behaviour_plan(model: Any, trajs: Sequence[Trajectory], chunks: Sequence[torch.Tensor], corr: Any,
+                    pad_id: int, cfg: RLConfig) -> tuple[bool, list[torch.Tensor] | None]:
+    """(fused, per-minibatch old logprobs) for rl.old_logprobs=recompute; (False, None) for engine.
+    One minibatch and one epoch: the update's own forward runs at the rollout weights, so its
+    detached logprobs are the recompute (fused, no extra forward); else one no-grad pass first."""
+    if cfg.old_logprobs != "recompute":
+        return False, None
+    if corr is not None:
+        raise ValueError("rl.old_logprobs=recompute with an off-policy correction: the recompute is the "
+                         "current weights' logprobs, not the older behaviour policy's")
+    if len(chunks) == 1 and cfg.update_epochs == 1:
+        return True, None
+    return False, recompute_old_logprobs(model, [[trajs[i] for i in mb.tolist()] for mb in chunks], pad_id, cfg)
 
 
 def recompute_old_logprobs(model: Any, minibatches: Sequence[Sequence[Trajectory]], pad_id: int,
