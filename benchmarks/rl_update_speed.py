@@ -1,6 +1,7 @@
 """Issue 38's two speed items, each A against B in one process (interleaved repeats, medians).
 
     .venv/bin/python benchmarks/rl_update_speed.py update [--repeats 5] [--threads 1] [--pass-tokens 2048 4096] [--bf16]
+        [--cell G MEAN] [--dense]
     .venv/bin/python benchmarks/rl_update_speed.py rollout --model-dir models/smollm2 [--repeats 3] [--threads 2]
 
 `update`: the shared-prefix update at G = 16, ~86 completion tokens (rl_step_bench.py's cell:
@@ -60,27 +61,31 @@ def interleaved(fns: dict, repeats: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def bench_update(repeats: int, pass_tokens: list[float], bf16: bool) -> None:
+def bench_update(repeats: int, pass_tokens: list[float], bf16: bool, group: int = 16, mean: int = 86,
+                 dense: bool = False) -> None:
     from posttrain.config import TrainerConfig
     from posttrain.models.tiny import build_tiny
 
     model, tok = build_tiny(TinyModelConfig())
-    trajs = grpo_batch(16, 16, 86, (len(tok) - 97, len(tok)), seed=16 * 100 + 86)
+    trajs = grpo_batch(16, group, mean, (len(tok) - 97, len(tok)), seed=group * 100 + mean)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
     adv = torch.randn(len(trajs))
 
     def step(layout: str, passes: float = float("inf"), precision: str = "fp32") -> None:
         update.varlen_pass_tokens = lambda model: passes  # the layout's pass size for this variant
-        update.update_policy(model, opt, trajs, adv, RLConfig(max_new_tokens=130, prefix_layout=layout),
+        update.update_policy(model, opt, trajs, adv, RLConfig(max_new_tokens=3 * mean // 2 + 1, prefix_layout=layout),
                              tok.pad_token_id, tcfg=TrainerConfig(precision=precision))
 
     fns = {"kv": lambda: step("kv"), "varlen (one pass)": lambda: step("varlen")}
     fns.update({f"varlen, passes of {int(p)} tokens": functools.partial(step, "varlen", p) for p in pass_tokens})
+    if dense:
+        fns["dense"] = lambda: step("dense")
     if bf16:  # not an equal-numerics layout: trainer.precision=bf16 autocast, for what the CPU's bf16 units give
         fns["kv, trainer.precision=bf16 (autocast)"] = functools.partial(step, "kv", precision="bf16")
     t = interleaved(fns, repeats)
     trained = sum(len(x.token_ids) for tr in trajs for x in tr.turns)
-    print(f"G = 16, 16 prompts, {trained} completion tokens; median of {repeats} interleaved rounds")
+    print(f"G = {group}, 16 prompts, ~{mean} tokens each, {trained} completion tokens; median of {repeats} "
+          "interleaved rounds")
     print("| layout | s / update | vs kv |\n|---|---:|---:|")
     for k, v in t.items():
         print(f"| {k} | {v:.3f} | {t['kv'] / v:.2f}x |")
@@ -152,6 +157,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--pass-tokens", type=float, nargs="*", default=[4096.0], help="update: varlen pass sizes too")
     ap.add_argument("--bf16", action="store_true", help="update: also kv under trainer.precision=bf16 autocast")
+    ap.add_argument("--cell", type=int, nargs=2, default=[16, 86], metavar=("G", "MEAN"),
+                    help="update: group size and mean completion tokens (16 prompts)")
+    ap.add_argument("--dense", action="store_true", help="update: also the dense layout")
     ap.add_argument("--model-dir", type=Path, default=Path("models/smollm2"))
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--group", type=int, default=8)
@@ -160,7 +168,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     header(a.threads)
     if a.what == "update":
-        bench_update(a.repeats, a.pass_tokens, a.bf16)
+        bench_update(a.repeats, a.pass_tokens, a.bf16, a.cell[0], a.cell[1], a.dense)
     else:
         bench_rollout(a.model_dir, a.repeats, a.prompts, a.group, a.new_tokens)
     print(f"# load at the end {os.getloadavg()[0]:.1f}")

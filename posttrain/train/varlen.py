@@ -85,14 +85,19 @@ class VarlenPass:
 
     def run(self, model: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """(log p, entropy) of each trained token, [M] each; the caller holds varlen_attention."""
+        self.calls = 0
         logits = model(input_ids=self.input_ids, position_ids=self.position_ids, logits_to_keep=self.keep,
                        varlen_plan=self).logits[0]  # [K, V]
+        if self.calls == 0:  # the flat row under plain causal attention would be silently wrong
+            raise RuntimeError(f"rl.prefix_layout=varlen: {type(model).__name__}'s attention does not go through "
+                               "transformers' attention interface; use rl.prefix_layout=kv")
         return _picked(logits, self.pred, self.target)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scaling: float | None,
                dropout: float) -> torch.Tensor:
         """q [1, H, N, D], k and v [1, KVH, N, D] -> attention output [1, N, H, D]. One gather per
         tensor for all buckets (a gather per bucket would cost a full-size gradient buffer each)."""
+        self.calls += 1
         H, D, KVH = q.shape[1], q.shape[3], k.shape[1]
         rep = H // KVH
         qs = q[0].transpose(0, 1)[self.q_all].split(self.q_sizes)  # per bucket [R * W, H, D]
@@ -115,6 +120,7 @@ class VarlenPass:
         self.k_all = torch.cat([b.k_idx.reshape(-1) for b in self.buckets])
         self.q_sizes = [b.q_idx.numel() for b in self.buckets]
         self.k_sizes = [b.k_idx.numel() for b in self.buckets]
+        self.calls = 0  # attention layers that ran through this plan in the last forward
 
 
 @dataclass

@@ -115,3 +115,17 @@ def test_under_gradient_checkpointing_the_update_uses_the_dense_layout(tiny):
     ts = trajs()
     layout = SampleLayout(model, ts, pack_trajectories(ts, tiny[1]), tiny[1], RLConfig(prefix_layout="varlen"))
     assert isinstance(layout.sb, SharedBatch)
+
+
+def test_a_model_whose_attention_bypasses_the_interface_is_refused(tiny, monkeypatch):
+    """A flat row under the model's own causal attention would give wrong logprobs, silently."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from posttrain.train import varlen
+
+    model, pad = tiny
+    monkeypatch.setattr(varlen, "ATTENTION_NAME", "sdpa")  # the switch then leaves the model's attention as is
+    monkeypatch.setattr(varlen, "_attention", sdpa_attention_forward)
+    ts = trajs()
+    with torch.no_grad(), pytest.raises(RuntimeError, match="does not go through"):
+        varlen_batch(ts, pack_trajectories(ts, pad).loss_mask.shape[1], pad).logprobs(model)
