@@ -114,11 +114,7 @@ def _check_objective(cfg: RunConfig) -> None:
     if rl.loss_norm != "kept_tokens" and not registry("loss").props(rl.loss.name)["normalisable"]:
         raise ConfigError(f"rl.loss_norm={rl.loss_norm}: rl.loss={rl.loss.name!r} is not a token-level mean (it takes no "
                           "denominator); use rl.loss=dapo or cispo, or rl.loss_norm=kept_tokens")
-    dtype = str(cfg.engine.args.get("matmul_dtype") or "")
-    if dtype in _LOW_PRECISION_MATMUL:  # the update takes the engine's logprobs as the behaviour policy's
-        raise ConfigError(f"engine.args.matmul_dtype={dtype}: RL uses the engine's logprobs as the behaviour "
-                          "policy's, and no trainer-side fp32 recompute of them exists yet; use float32 for RL "
-                          "(bf16 rollouts are for eval and serve)")
+    _check_rollout_precision(cfg)
     order_file = cfg.schedule.args.get("order_file")
     if (cfg.schedule.name == "fixed_order") != (order_file is not None):
         raise ConfigError(f"schedule.name={cfg.schedule.name!r} with schedule.args.order_file={order_file!r}: "
@@ -127,6 +123,21 @@ def _check_objective(cfg: RunConfig) -> None:
         from posttrain.tasks.splits import make_splits
 
         check_rl_splits(cfg, make_splits(cfg))  # the recipe checks its final splits again (long prompts left out)
+
+
+def _check_rollout_precision(cfg: RunConfig) -> None:
+    """bf16 rollouts (engine.args.matmul_dtype: bfloat16, or auto, which may pick it) need the
+    trainer's fp32 recompute of the behaviour logprobs (rl.old_logprobs: recompute), which the
+    synchronous single-process update does: asynchronous and sharded updates read the engine's."""
+    rl, dtype = cfg.rl, str(cfg.engine.args.get("matmul_dtype") or "")
+    if (dtype in _LOW_PRECISION_MATMUL or dtype == "auto") and rl.old_logprobs != "recompute":
+        raise ConfigError(f"engine.args.matmul_dtype={dtype} with rl.old_logprobs={rl.old_logprobs}: low-precision "
+                          "rollout logprobs cannot be the behaviour policy's; set rl.old_logprobs=recompute (fp32 "
+                          "recompute in the trainer) or engine.args.matmul_dtype=float32")
+    if rl.old_logprobs == "recompute" and (rl.max_staleness > 0 or cfg.trainer.world_size > 1):
+        raise ConfigError(f"rl.old_logprobs=recompute needs the synchronous single-process update (rl.max_staleness="
+                          f"{rl.max_staleness}, trainer.world_size={cfg.trainer.world_size}): the recompute is the "
+                          "current weights' logprobs; set rl.old_logprobs=engine with float32 rollouts")
 
 
 def _task_overrides(cfg: RunConfig) -> bool:

@@ -285,8 +285,13 @@ class RLConfig(Section):
     # activation memory for N tokens instead of the minibatch's (train/update.py).
     micro_tokens: int = Field(default=0, ge=0)
     share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
-    prefix_layout: Literal["auto", "kv", "dense"] = "auto"  # train/prefix_kv.py: kv ~ G*L, dense ~ its square
+    prefix_layout: Literal["auto", "kv", "dense", "varlen"] = "auto"  # train/prefix_kv.py: kv ~ G*L, dense ~ its square; varlen: one pass (train/varlen.py)
     dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)
+    # The behaviour policy's logprobs in the loss's ratio (issue 38): engine = the rollout engine's
+    # own (exact only for fp32 rollouts); recompute = the trainer's fp32 forward at the rollout weights
+    # (verl's old-log-prob recompute; fused into the update's forward when there is one minibatch and
+    # one epoch), which bf16 rollouts (engine.args.matmul_dtype: bfloat16 | auto) require.
+    old_logprobs: Literal["engine", "recompute"] = "engine"
     max_grad_norm: float = Field(default=1.0, gt=0.0)
     format_weight: float = Field(default=0.0, ge=0.0)  # extra reward weight of the format rule (gated anyway)
     overlong: Annotated[OverlongConfig, Registered("overlong", reserved=("budget",))] = OverlongConfig()  # truncated completions: gate | score | soft_penalty

@@ -21,6 +21,8 @@ from posttrain.train.batching import pack_trajectories, token_logprobs
 from posttrain.train.loss_norm import StepCounts, denominator
 from posttrain.train.losses import LOSSES, entropy_from_logits
 from posttrain.train.prefix_kv import shared_layout
+from posttrain.train.shared_prefix import can_share
+from posttrain.train.varlen import usable as varlen_usable, varlen_batch, varlen_pass_tokens
 from posttrain.errors import PosttrainError
 from posttrain.types import Trajectory
 
@@ -60,8 +62,12 @@ class SampleLayout:
         uniq = list(sub)
         if cfg.dedup_samples:
             uniq, self.inv = unique_samples(sub)
-        if cfg.share_prefix:  # rl.prefix_layout: kv (prompt K/V reused) or dense (one 4D-masked row)
-            self.sb = shared_layout(cfg.prefix_layout, model, uniq, tb.loss_mask.shape[1], pad_id,
+        if cfg.share_prefix and cfg.prefix_layout == "varlen" and varlen_usable(model):  # one flat row (varlen.py)
+            self.sb = varlen_batch(uniq, tb.loss_mask.shape[1], pad_id, pass_tokens=varlen_pass_tokens(model)) \
+                if can_share(model) else None
+        elif cfg.share_prefix:  # rl.prefix_layout: kv (prompt K/V reused) or dense (one 4D-masked row)
+            name = "dense" if cfg.prefix_layout == "varlen" else cfg.prefix_layout  # varlen under checkpointing
+            self.sb = shared_layout(name, model, uniq, tb.loss_mask.shape[1], pad_id,
                                     recompute=cfg.micro_tokens or float("inf"))
         if self.sb is None and len(uniq) < len(sub):
             self.tu = pack_trajectories(uniq, pad_id)  # same width as tb: the longest sample is kept
@@ -120,7 +126,11 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     the other rows' logprobs held constant (their old logprobs stand in): its gradient is that
     micro-batch's exact share for a loss that is a sum over rows with mask-only normalisers,
     which every built-in loss is (tests/unit/train/test_micro_batches.py checks each). The
-    loss and its statistics are then computed once over the whole minibatch's logprobs."""
+    loss and its statistics are then computed once over the whole minibatch's logprobs.
+
+    `rl.old_logprobs=recompute` (bf16 rollouts): the ratio's old logprobs are the trainer's fp32
+    ones at the rollout weights, never the engine's, so the engine's rounding never enters the
+    loss; `rollout_logprob_gap` reports the mean gap it corrected."""
     loss_fn = LOSSES.get(cfg.loss.name)
     kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ref_model is not None else None
     model.train()
@@ -128,17 +138,22 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     n_mb = max(1, min(cfg.minibatches, len(trajs)))
     totals: dict[str, float] = {}
     corr = correction(model, trajs, pad_id, cfg) if correction is not None else None
+    recompute = cfg.old_logprobs == "recompute"
+    fused, behaviour = _behaviour_plan(model, trajs, torch.chunk(order, n_mb), corr, pad_id, cfg)
     for _epoch in range(cfg.update_epochs):
         for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
             tb = pack_trajectories(sub, pad_id)
             old_logp, loss_mask, cst = (tb.old_logp, tb.loss_mask, {}) if corr is None else corr(mb, tb)
+            if behaviour is not None:
+                old_logp = behaviour[k_mb]
             where = f"minibatch {k_mb} (epoch {_epoch}) of tasks {[t.task_id for t in sub[:4]]}"
             opt.zero_grad(set_to_none=True)
             denom = denominator(cfg.loss_norm, loss_mask, counts, cfg.max_new_tokens)
             kw = {**cfg.loss_kwargs(), **({"denom": denom} if denom is not None else {})}
-            logp, ent_tok, kl, loss_st = _forward_backward(model, sub, tb, adv[mb], old_logp, loss_mask, cfg, pad_id,
-                                                           loss_fn, kl_fn, ref_model, tcfg, where, kw)
+            logp, ent_tok, kl, loss_st, old_logp = _forward_backward(model, sub, tb, adv[mb], old_logp, loss_mask, cfg,
+                                                                     pad_id, loss_fn, kl_fn, ref_model, tcfg, where,
+                                                                     kw, fused)
             if loss_st is None:  # micro-batched: the loss and its statistics over the whole minibatch
                 with torch.no_grad():
                     loss_st = loss_fn(logp, old_logp, adv[mb], loss_mask, **kw)
@@ -153,6 +168,9 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
             with torch.no_grad():
                 ent = (ent_tok * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 mismatch = ((logp - tb.old_logp).abs() * tb.loss_mask).max()
+                if recompute:  # what the recompute corrected: the engine's logprobs against the fp32 ones
+                    st["rollout_logprob_gap"] = float(((old_logp - tb.old_logp).abs() * tb.loss_mask).sum()
+                                                      / tb.loss_mask.sum().clamp(min=1))
             for k, v in {"loss": float(loss), "grad_norm": float(gnorm), "entropy": float(ent),
                          "logprob_mismatch": float(mismatch), "loss_denom": float(denom or loss_mask.sum()),
                          **st}.items():
@@ -161,15 +179,57 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     return totals
 
 
+def _behaviour_plan(model: Any, trajs: Sequence[Trajectory], chunks: Sequence[torch.Tensor], corr: Any,
+                    pad_id: int, cfg: RLConfig) -> tuple[bool, list[torch.Tensor] | None]:
+    """(fused, per-minibatch old logprobs) for rl.old_logprobs=recompute; (False, None) for engine.
+    One minibatch and one epoch: the update's own forward runs at the rollout weights, so its
+    detached logprobs are the recompute (fused, no extra forward); else one no-grad pass first."""
+    if cfg.old_logprobs != "recompute":
+        return False, None
+    if corr is not None:
+        raise ValueError("rl.old_logprobs=recompute with an off-policy correction: the recompute is the "
+                         "current weights' logprobs, not the older behaviour policy's")
+    if len(chunks) == 1 and cfg.update_epochs == 1:
+        return True, None
+    return False, recompute_old_logprobs(model, [[trajs[i] for i in mb.tolist()] for mb in chunks], pad_id, cfg)
+
+
+def recompute_old_logprobs(model: Any, minibatches: Sequence[Sequence[Trajectory]], pad_id: int,
+                           cfg: RLConfig) -> list[torch.Tensor]:
+    """fp32 logprobs [b, L-1] of each minibatch's tokens under `model` as it is now (the weights the
+    rollouts were sampled with), in eval mode and without autocast, micro-batch by micro-batch
+    (`rl.micro_tokens`) so no more activations are held than the update holds."""
+    was_training = model.training
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for sub in minibatches:
+            tb = pack_trajectories(sub, pad_id)
+            full = torch.zeros_like(tb.old_logp)
+            chunks = micro_batches(sub, cfg.micro_tokens) if not tb.model_inputs else [list(range(len(sub)))]
+            for idx in chunks:
+                part = [sub[i] for i in idx]
+                tbm = tb if len(idx) == len(sub) else pack_trajectories(part, pad_id)
+                lp = SampleLayout(model, part, tbm, pad_id, cfg).logprobs(model)[0].float()
+                full[torch.tensor(idx), :lp.shape[1]] = lp
+            out.append(full)
+    model.train(was_training)
+    return out
+
+
 def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch.Tensor, old_logp: torch.Tensor,
                       loss_mask: torch.Tensor, cfg: RLConfig, pad_id: int, loss_fn: Any, kl_fn: Any,
-                      ref_model: Any, tcfg: Any, where: str,
-                      loss_kw: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, Any, Any]:
+                      ref_model: Any, tcfg: Any, where: str, loss_kw: dict[str, Any],
+                      fused_recompute: bool = False) -> tuple[torch.Tensor, torch.Tensor, Any, Any, torch.Tensor]:
     """Gradients of the minibatch's loss accumulated into the parameters, micro-batch by micro-batch;
-    returns the minibatch's (logp, entropy) [b, L-1], detached, the KL term (None without one), and
-    the loss function's (loss, stats) when one micro-batch was the whole minibatch (else None)."""
+    returns the minibatch's (logp, entropy) [b, L-1], detached, the KL term (None without one),
+    the loss function's (loss, stats) when one micro-batch was the whole minibatch (else None), and
+    the old logprobs the loss used. `fused_recompute`: each micro-batch's old logprobs are its own
+    forward's, detached (the weights are still the rollout weights: rl.old_logprobs=recompute)."""
     from posttrain.train.lora import autocast
 
+    if fused_recompute:
+        old_logp = old_logp.detach().clone()
     chunks = micro_batches(sub, cfg.micro_tokens) if not tb.model_inputs else [list(range(len(sub)))]
     logp_all, ent_all = torch.zeros_like(tb.old_logp), torch.zeros_like(tb.old_logp)
     ref_all = torch.zeros_like(tb.old_logp) if kl_fn is not None else None
@@ -182,6 +242,8 @@ def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch
             lp, ent = layout.logprobs(model)  # [m, Lm-1] each
         lp = lp.float()
         rows, width = torch.tensor(idx), lp.shape[1]
+        if fused_recompute:
+            old_logp[rows, :width] = lp.detach()
         if whole:
             full = lp
         else:  # the other rows' old logprobs stand in: constants, so no gradient reaches them
@@ -206,4 +268,4 @@ def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch
     if kl_fn is not None:
         with torch.no_grad():
             kl = (kl_fn(logp_all, ref_all) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
-    return logp_all, ent_all, kl, (out if len(chunks) == 1 else None)
+    return logp_all, ent_all, kl, (out if len(chunks) == 1 else None), old_logp

@@ -25,6 +25,10 @@ under the new weights, and each token's version comes back in Completion.token_v
 `matmul_dtype="bfloat16"` runs the weight matmuls in bf16 (AMX / AVX512-BF16 on CPU, ~4x
 fp32) with activations, KV, attention and sampling in fp32; logprobs then differ from the
 fp32 model's by bf16 rounding (tests/unit/rollout/test_fast_matmul_dtype.py states the bound).
+`matmul_dtype="auto"` measures once which of bf16 and fp32 this machine runs faster
+(matmul_choice.py) and uses it; `self.matmul_dtype` names the choice. In RL, a bf16 engine's
+logprobs are not the behaviour policy's: `rl.old_logprobs: recompute` (train/update.py) takes
+fp32 ones from the trainer instead, and config load refuses bf16 rollouts without it.
 
 Limits: one process, one device; a step is never preempted, so a deadline is honoured at
 step granularity. The KV of a prompt shared across calls is reused only while the
@@ -51,6 +55,7 @@ from posttrain.rollout.engine import Completion, GenRequest
 from posttrain.rollout.engines.fast import speculative as _speculators  # noqa: F401  registers 'ngram', 'draft'
 from posttrain.rollout.engines.fast.kv_cache import PagedStore
 from posttrain.rollout.engines.fast.lane_budget import LaneBudget
+from posttrain.rollout.engines.fast.matmul_choice import resolve_matmul_dtype, say_choice
 from posttrain.rollout.engines.fast.model import FastLM, check_supported
 from posttrain.rollout.engines.fast.prefill import PrefillStats, prefill
 from posttrain.rollout.engines.fast.sampling import RowParams, sample
@@ -62,7 +67,7 @@ from posttrain.rollout.vision import text_only_error
 from posttrain.rollout.weight_sync import SyncReport, WeightSyncError, install
 
 
-MATMUL_DTYPES = ("bfloat16", "float16", "float32")
+MATMUL_DTYPES = ("bfloat16", "float16", "float32", "auto")
 
 
 # model_check: config.json dict -> None, or the one line saying what `fast` cannot run (config_check, at load)
@@ -93,7 +98,11 @@ class FastEngine(Streaming, LaneBudget):
         if matmul_dtype is not None:  # bfloat16: weight matmuls on AMX / AVX512-BF16, the rest fp32
             if matmul_dtype not in MATMUL_DTYPES:
                 raise ConfigError(f"engine.args.matmul_dtype must be one of {sorted(MATMUL_DTYPES)}, got {matmul_dtype!r}")
+            if matmul_dtype == "auto":  # measured once per process (matmul_choice.py); said once on stderr
+                matmul_dtype = resolve_matmul_dtype(matmul_dtype, self.lm.device)
+                say_choice(matmul_dtype)
             self.lm.set_matmul_dtype(getattr(torch, matmul_dtype))
+        self.matmul_dtype = matmul_dtype or "float32"  # what the weight matmuls run in (auto resolved)
         self.tok = tokenizer
         # EOS, generation_config EOS ids and the chat template's end-of-turn token (tokenizer_checks.py)
         self.finisher = Finisher(tokenizer, set() if ignore_eos else stop_token_ids(tokenizer, model))
