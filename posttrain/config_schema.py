@@ -193,7 +193,7 @@ class TrainerConfig(Section):
 
 
 class DPOConfig(Section):
-    loss: Annotated[str, Registered("dpo_loss")] = "sigmoid"  # a `dpo_loss` registry name: sigmoid | ipo
+    loss: Annotated[Component, *named("dpo_loss", "sigmoid", reserved=("pc", "pr", "rc", "rr", "nc", "nr", "beta"))]  # sigmoid | ipo
     beta: float = Field(default=0.1, gt=0.0)
     steps: int = Field(default=100, ge=0)
     optim: Annotated[OptimConfig, *_phase_optim("dpo")]  # lr 1e-4, cosine, 5 warm-up steps (was dpo.lr, ...)
@@ -266,7 +266,7 @@ class RLConfig(Section):
     # An `advantage` registry name; its args go to the estimator after (rewards, mask).
     advantage: Annotated[Component, *named("advantage", "group_norm", reserved=("rewards", "mask"))]
     kl_coef: float = Field(default=0.0, ge=0.0)
-    kl_estimator: Annotated[str, Registered("kl")] = "k3"  # a `kl` registry name
+    kl_estimator: Annotated[Component, *named("kl", "k3", reserved=("logp", "ref_logp"))]  # k1 | k2 | k3
     # None -> the loss's own default (dapo 0.2 / 0.28, grpo 0.2 / 0.2, gspo 3e-4 / 4e-4)
     clip_eps: float | None = Field(default=None, gt=0.0)
     clip_eps_high: float | None = Field(default=None, gt=0.0)

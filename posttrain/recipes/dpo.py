@@ -28,9 +28,7 @@ class DPO:
     resumable = False
 
     def splits(self, cfg: RunConfig) -> None:
-        if cfg.dpo.loss not in ("sigmoid", "ipo"):  # checked before the run directory is written
-            raise ConfigError(f"dpo.loss must be sigmoid or ipo, got {cfg.dpo.loss!r}")
-        return None  # the pairs come from a file or a run, split below
+        return None  # dpo.loss is a registry name, checked when the config loaded  # the pairs come from a file or a run, split below
 
     async def base(self, ctx: RunContext) -> tuple[Any, Any]:
         """The base model with its adapters attached, the train/held-out pairs and their reference logprobs."""
@@ -103,7 +101,7 @@ class DPO:
     def summarize(self, ctx: RunContext, before: dict | None, after: dict | None) -> dict:
         x = ctx.extra
         hist = x["history"]
-        return {"model": str(x["out"]), "n_pairs": len(x["train"]), "n_eval": len(x["held"]), "loss": ctx.cfg.dpo.loss,
+        return {"model": str(x["out"]), "n_pairs": len(x["train"]), "n_eval": len(x["held"]), "loss": ctx.cfg.dpo.loss.name,
                 "final_loss": hist[-1]["loss"] if hist else None, "eval_before": before, "eval_after": after}
 
     def finish(self, ctx: RunContext, summary: dict) -> None:

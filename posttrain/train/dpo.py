@@ -158,9 +158,9 @@ def pair_loss(model: Any, pairs: Sequence[Pair], ref: torch.Tensor, cfg: Any, pa
 
     import posttrain.train.losses  # noqa: F401  (registers the dpo_loss family)
 
-    fn = registry("dpo_loss").get(cfg.loss)
+    fn = registry("dpo_loss").get(cfg.loss.name)
     pc, pr, nc, nr = sequence_logprobs(model, pairs, pad_id, cfg.max_len)
-    losses = fn(pc, pr, ref[:, 0], ref[:, 1], nc, nr, beta=cfg.beta)  # [N]
+    losses = fn(pc, pr, ref[:, 0], ref[:, 1], nc, nr, beta=cfg.beta, **cfg.loss.args)  # [N]
     margin = ((pc - ref[:, 0]) - (pr - ref[:, 1])).detach()
     return losses, {"accuracy": float((margin > 0).float().mean()), "margin": float(margin.mean())}
 

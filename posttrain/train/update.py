@@ -4,12 +4,13 @@
 
 `adv` is one advantage per trajectory ([B]). Trajectories with an infrastructure error
 are excluded before this call. The loss and KL estimator come from their registries by
-the names in `cfg` (`rl.loss.name`, `rl.kl_estimator`); this file has no algorithm switch.
+the names in `cfg` (`rl.loss.name`, `rl.kl_estimator.name`); this file has no algorithm switch.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from typing import Any, Sequence
 
@@ -132,7 +133,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     ones at the rollout weights, never the engine's, so the engine's rounding never enters the
     loss; `rollout_logprob_gap` reports the mean gap it corrected."""
     loss_fn = LOSSES.get(cfg.loss.name)
-    kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ref_model is not None else None
+    kl_fn = functools.partial(registry("kl").get(cfg.kl_estimator.name), **cfg.kl_estimator.args) if cfg.kl_coef > 0 and ref_model is not None else None
     model.train()
     order = torch.arange(len(trajs))
     n_mb = max(1, min(cfg.minibatches, len(trajs)))

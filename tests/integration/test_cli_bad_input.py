@@ -18,7 +18,7 @@ CASES = [
     (["rl", "examples/tiny_rl.yaml", "tasks.domains={nosuch: {}}"], "tasks.domains.nosuch"),
     (["rl", "examples/tiny_rl.yaml", "--plugin", "no_such_plugin.py"], "no_such_plugin.py"),
     (["sft", "examples/tiny_rl.yaml", "sft.optim.lr=-1"], "sft.optim.lr"),
-    (["dpo", "examples/tiny_rl.yaml", "dpo.loss=hinge"], "dpo.loss='hinge'"),
+    (["dpo", "examples/tiny_rl.yaml", "dpo.loss=hinge"], "dpo.loss.name='hinge'"),
     (["rl", "examples/tiny_rl.yaml", "engine.args.bogus=1"], "engine.args.bogus: engine 'fast'"),
     (["rl", "examples/tiny_rl.yaml", "tasks.domains.arithmetic.args.bogus=1"], "tasks.domains.arithmetic.args.bogus"),
     (["quickstart", "--resume", "runs/x", "--vision"], "`posttrain quickstart --vision` does not resume"),

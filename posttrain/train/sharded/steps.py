@@ -22,6 +22,7 @@ Limits: the asynchronous loop's off-policy correction is not applied here (confi
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import torch
@@ -62,7 +63,6 @@ def _begin(ctx: RankContext, lr: float) -> int:
 
 def metered(fn: Any) -> Any:
     """Run a step under the communication meter and the saved-tensor counter (accounting.py)."""
-    import functools
 
     from posttrain.parallel.accounting import SavedBytes
 
@@ -120,7 +120,7 @@ def rl_update(ctx: RankContext, p: dict) -> dict:
 
     cfg, trajs, adv = p["cfg"], p["trajs"], p["adv"]
     loss_fn = registry("loss").get(cfg.loss.name)
-    kl_fn = registry("kl").get(cfg.kl_estimator) if cfg.kl_coef > 0 and ctx.ref is not None else None
+    kl_fn = functools.partial(registry("kl").get(cfg.kl_estimator.name), **cfg.kl_estimator.args) if cfg.kl_coef > 0 and ctx.ref is not None else None
     units = registry("loss").props(cfg.loss.name)["units"]  # declared by the loss: tokens or sequences
     n_mb = max(1, min(cfg.minibatches, len(trajs)))
     totals: dict[str, float] = {}

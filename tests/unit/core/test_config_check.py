@@ -23,12 +23,12 @@ def test_unknown_registry_name_is_named_with_the_known_ones(override, named):
 
 
 def test_kl_estimator_is_checked_when_kl_is_on():
-    with pytest.raises(ConfigError, match="rl.kl_estimator='k9'"):
+    with pytest.raises(ConfigError, match="rl.kl_estimator.name='k9'"):
         check_config(load_config(None, ["rl.kl_coef=0.1", "rl.kl_estimator=k9"]))
 
 
 def test_dpo_loss_is_checked_for_dpo():
-    with pytest.raises(ConfigError, match="dpo.loss='hinge'"):
+    with pytest.raises(ConfigError, match="dpo.loss.name='hinge'"):
         check_config(load_config(None, ["dpo.loss=hinge"]), needs=("dpo",))
 
 

@@ -93,8 +93,8 @@ def test_a_saved_config_loads_back_unchanged(tmp_path):
     ("rl.overlong=cut", "rl.overlong.name='cut' is not a registered overlong"),
     ("schedule=greedy", "schedule.name='greedy' is not a registered sched_policy; known:"),
     ("engine=vlm", "engine.name='vlm' is not a registered engine (did you mean 'vllm'?); known: fast, hf, vllm"),
-    ("rl.kl_estimator=k9", "rl.kl_estimator='k9' is not a registered kl; known: k1, k2, k3"),
-    ("dpo.loss=hinge", "dpo.loss='hinge' is not a registered dpo_loss; known:"),
+    ("rl.kl_estimator=k9", "rl.kl_estimator.name='k9' is not a registered kl; known: k1, k2, k3"),
+    ("dpo.loss=hinge", "dpo.loss.name='hinge' is not a registered dpo_loss; known:"),
     ("log.trackers=[tensorbord]", "log.trackers='tensorbord' is not a registered tracker (did you mean 'tensorboard'?)"),
     ("models.judge={path: tiny, engine: fst}", "models.judge.engine='fst' is not a registered engine"),
 ])
