@@ -65,3 +65,11 @@ def test_resume_of_a_directory_that_is_not_a_run_is_one_line(tmp_path):
     r = subprocess.run(CLI + ["sft", "--resume", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 2
     assert r.stderr.strip() == f"posttrain: error: --resume {tmp_path}: not a run directory (no config.yaml)"
+
+
+def test_resume_of_a_sharded_run_is_refused_in_one_line(tmp_path):
+    (tmp_path / "config.yaml").write_text("name: sharded\ntrainer:\n  world_size: 2\n")
+    r = subprocess.run(CLI + ["dpo", "--resume", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"posttrain: error: --resume {tmp_path}: a sharded `posttrain dpo` run "
+                                f"(trainer.world_size=2) keeps no checkpoints; rerun it with --overwrite")
