@@ -156,6 +156,7 @@ class SFTConfig(Section):
     val_per_domain: int = Field(default=100, ge=1)  # validation tasks per domain
     max_len: int = Field(default=128, ge=2)
     eval_every: int = Field(default=0, ge=0)
+    checkpoint_every: int = Field(default=50, ge=0)  # `posttrain sft` checkpoints (0: only on Ctrl-C and at the end)
     data: str | None = None  # JSONL of chat examples; None -> oracle demonstrations
     pack: bool = False
     eval_data: str | None = None  # JSONL held out for eval loss; None -> eval_frac of `data`
@@ -204,6 +205,7 @@ class DPOConfig(Section):
     min_reward_gap: float = Field(default=0.5, ge=0.0)
     eval_every: int = Field(default=0, ge=0)
     eval_frac: float = Field(default=0.1, ge=0.0, lt=1.0)
+    checkpoint_every: int = Field(default=50, ge=0)  # `posttrain dpo` checkpoints (0: only on Ctrl-C and at the end)
 
     @model_validator(mode="before")
     @classmethod

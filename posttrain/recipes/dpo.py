@@ -25,7 +25,7 @@ class DPO:
     title = "posttrain dpo"
     summary_file = "dpo_summary.json"
     sandboxed = False
-    resumable = False
+    resumable = True  # supervised checkpoints (train/supervised_checkpoint.py)
 
     def splits(self, cfg: RunConfig) -> None:
         return None  # dpo.loss is a registry name, checked when the config loaded  # the pairs come from a file or a run, split below
@@ -77,6 +77,7 @@ class DPO:
         from posttrain.train.lora import export_model
         from posttrain.train.sharded.supervised import supervised_trainer
         from posttrain.train.supervised import train_supervised
+        from posttrain.train.supervised_checkpoint import SupervisedCheckpoints
 
         cfg, x, pad = ctx.cfg, ctx.extra, ctx.tok.pad_token_id
         # rank 0 of N (WORLD_SIZE > 1): the same pairs on FSDP2/TP shards; else this process
@@ -88,9 +89,10 @@ class DPO:
             ctx.report("dpo", {"step": step + 1, "total": cfg.dpo.steps, **row})
 
         evals = (x["held"], x["ref_eval"]) if x["held"] else None
+        ckpts = SupervisedCheckpoints(ctx.run_dir, ctx.tok, cfg.dpo.checkpoint_every, ctx.resume, metrics.truncate_after)
         try:
             hist = train_supervised(PairObjective(x["train"], x["ref"], cfg.dpo, pad, evals), trainer, cfg.dpo.steps,
-                                    cfg.seed, cfg.dpo.eval_every if evals else 0, on_step)
+                                    cfg.seed, cfg.dpo.eval_every if evals else 0, on_step, checkpoints=ckpts)
             ctx.model = trainer.export_model()
         finally:
             trainer.close()

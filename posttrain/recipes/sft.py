@@ -23,7 +23,7 @@ class SFT:
     title = "posttrain sft"
     summary_file = "sft_summary.json"
     sandboxed = False
-    resumable = False
+    resumable = True  # supervised checkpoints (train/supervised_checkpoint.py)
 
     def splits(self, cfg: RunConfig) -> Any:
         from posttrain.tasks.splits import make_splits
@@ -60,6 +60,7 @@ class SFT:
         from posttrain.train.sft import EncodedSFT
         from posttrain.train.sharded.supervised import supervised_trainer
         from posttrain.train.supervised import train_supervised
+        from posttrain.train.supervised_checkpoint import SupervisedCheckpoints
 
         cfg, pad, evals = ctx.cfg, ctx.tok.pad_token_id, ctx.extra["evals"]
         # rank 0 of N (WORLD_SIZE > 1): the same batches on FSDP2/TP shards; else this process
@@ -70,9 +71,10 @@ class SFT:
             metrics.log(step, row)
             ctx.report("sft", {"step": step + 1, "total": cfg.sft.steps, **row})
 
+        ckpts = SupervisedCheckpoints(ctx.run_dir, ctx.tok, cfg.sft.checkpoint_every, ctx.resume, metrics.truncate_after)
         try:
             hist = train_supervised(EncodedSFT(ctx.extra["train"], cfg.sft, pad, evals), trainer, cfg.sft.steps,
-                                    cfg.seed, cfg.sft.eval_every if evals else 0, on_step)
+                                    cfg.seed, cfg.sft.eval_every if evals else 0, on_step, checkpoints=ckpts)
             ctx.model = trainer.export_model()
         finally:
             trainer.close()

@@ -56,5 +56,5 @@ def interrupted_message(run_dir: str | Path, command: str) -> str:
 def resume_message(run_dir: str | Path) -> str:
     ck = newest_checkpoint(run_dir)
     if ck is None:
-        return f"resuming {run_dir}: no checkpoint yet, finished phases are reused and RL starts at step 0"
+        return f"resuming {run_dir}: no checkpoint yet, finished phases are reused and training starts at step 0"
     return f"resuming {run_dir} from checkpoint step {ck[0]} ({ck[1]})"

@@ -20,8 +20,12 @@ the batch and the objective's loss to the ranks, where steps.supervised_step run
 Both build their optimizer and schedule from the phase's `optim` section (train/optim.py). A
 non-finite loss stops the run with `NonFiniteLoss` naming the kind, the step and the micro-batch.
 
-Limits: supervised runs keep no checkpoints and do not resume (`posttrain sft|dpo` recipes are not
-resumable); Ctrl-C ends the run with the model as it stands, unsaved.
+Checkpoints and resume (train/supervised_checkpoint.py): with `checkpoints=SupervisedCheckpoints(...)`
+the loop saves every `checkpoints.every` steps, at the end, and after the step in flight on Ctrl-C
+(then raises KeyboardInterrupt); `resume=True` continues from the newest intact checkpoint with the
+same batches, weights, optimizer and schedule, so the result equals an uninterrupted run's.
+
+Limits: the sharded trainer keeps no checkpoints (`posttrain sft|dpo --resume` refuses sharded runs).
 """
 
 from __future__ import annotations
@@ -72,6 +76,10 @@ class SupervisedTrainer(Protocol):
     def finish(self) -> None: ...  # after the last step (the local model goes to eval mode)
     def export_model(self) -> Any: ...  # the trained model (gathered on rank 0 when sharded)
     def close(self) -> None: ...
+    # checkpoints (train/supervised_checkpoint.py); `checkpoints` False: save and restore are never called
+    checkpoints: bool
+    def save(self, run_dir: Any, step: int, tok: Any, state: dict, keep: int) -> None: ...
+    def restore(self, ckpt: Any, ts: dict) -> None: ...
 
 
 class LocalSupervisedTrainer:
@@ -126,6 +134,25 @@ class LocalSupervisedTrainer:
     def close(self) -> None:
         pass
 
+    checkpoints = True
+
+    def save(self, run_dir: Any, step: int, tok: Any, state: dict, keep: int) -> None:
+        """train/checkpoint.py's atomic checkpoint: the HF model directory plus the exact resume state."""
+        from posttrain.train.checkpoint import save_checkpoint
+        from posttrain.train.lora import export_model
+        from posttrain.train.supervised_checkpoint import trainable_state
+
+        state = {**state, "weights": trainable_state(self.model), "optimizer": self.opt.state_dict(),
+                 "lr_scheduler": self.sched.state_dict()}
+        save_checkpoint(run_dir, step, export_model(self.model), tok, state, keep=keep)
+
+    def restore(self, ckpt: Any, ts: dict) -> None:
+        from posttrain.train.supervised_checkpoint import load_trainable_state
+
+        load_trainable_state(self.model, ts["weights"])
+        self.opt.load_state_dict(ts["optimizer"])
+        self.sched.load_state_dict(ts["lr_scheduler"])
+
 
 class SupervisedRun:
     """The loop one step at a time, for callers that check something between steps (the quickstart's
@@ -152,12 +179,35 @@ class SupervisedRun:
 
 def train_supervised(objective: SupervisedObjective, trainer: SupervisedTrainer, steps: int, seed: int = 0,
                      eval_every: int = 0, on_step: OnStep | None = None,
-                     stop: Callable[[int, dict], bool] | None = None) -> list[dict]:
-    """Run `steps` steps (fewer when `stop(step, row)` returns True); returns the metrics row of each."""
+                     stop: Callable[[int, dict], bool] | None = None, checkpoints: Any = None) -> list[dict]:
+    """Run `steps` steps (fewer when `stop(step, row)` returns True); returns the metrics row of each.
+    `checkpoints` (supervised_checkpoint.SupervisedCheckpoints, used when the trainer keeps them):
+    resume from, save every N steps, at the end and on Ctrl-C (then KeyboardInterrupt)."""
     run = SupervisedRun(objective, trainer, steps, seed, eval_every, on_step)
-    while len(run.history) < steps:
-        row = run.step()
-        if stop is not None and stop(len(run.history) - 1, row):
-            break
+    if checkpoints is None or not trainer.checkpoints:
+        while len(run.history) < steps:
+            row = run.step()
+            if stop is not None and stop(len(run.history) - 1, row):
+                break
+    else:
+        _checkpointed(run, checkpoints, stop)
     trainer.finish()
     return run.history
+
+
+def _checkpointed(run: SupervisedRun, checkpoints: Any, stop: Callable[[int, dict], bool] | None) -> None:
+    from posttrain.train.supervised_checkpoint import SigintHeld
+
+    checkpoints.restore(run)
+    with SigintHeld().active() as sigint:  # Ctrl-C lands between steps: every checkpoint is of a whole step
+        while len(run.history) < run.steps:
+            row = run.step()
+            step = len(run.history) - 1
+            if checkpoints.due(step) or sigint.pending:
+                checkpoints.save(run, step)
+            if sigint.pending:
+                raise KeyboardInterrupt
+            if stop is not None and stop(step, row):
+                break
+        if run.history and checkpoints.saved_step != len(run.history) - 1:
+            checkpoints.save(run, len(run.history) - 1)

@@ -74,9 +74,9 @@ def test_non_empty_out_is_refused_and_left_untouched(tmp_path):
     assert (out / "config.yaml").read_text() == "name: earlier\n"
 
 
-# commands without --resume: the refusal of a non-empty --out must not suggest it
-NO_RESUME = [["sft", "examples/tiny_rl.yaml"], ["dpo", "examples/tiny_rl.yaml"], ["quickstart", "--vision"],
-             ["quickstart", "--agent"]]
+# commands without --resume: the refusal of a non-empty --out must not suggest it (sft and dpo resume:
+# tests/integration/test_cli_sft_resume.py)
+NO_RESUME = [["quickstart", "--vision"], ["quickstart", "--agent"]]
 
 
 @pytest.mark.parametrize("argv", NO_RESUME, ids=[" ".join(a[:2]) for a in NO_RESUME])

@@ -64,3 +64,13 @@ class ShardedSupervisedTrainer:
 
     def close(self) -> None:
         self.sh.close()
+
+    # No supervised checkpoints over N ranks yet (the optimizer lives on the ranks): the loop never
+    # calls save/restore, and `posttrain sft|dpo --resume` refuses a sharded run (cli/recipes.py).
+    checkpoints = False
+
+    def save(self, run_dir: Any, step: int, tok: Any, state: dict, keep: int) -> None:
+        raise NotImplementedError("sharded supervised runs keep no checkpoints")
+
+    def restore(self, ckpt: Any, ts: dict) -> None:
+        raise NotImplementedError("sharded supervised runs do not resume")

@@ -1,0 +1,75 @@
+"""The real `posttrain sft` CLI interrupted with Ctrl-C and continued with `--resume`."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from tests.unit.train.sharded.sft_case import sft_case
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "posttrain.cli.main"]
+STEPS = 40  # enough that the interrupt lands mid-run on a quiet machine (a tiny step is ~0.05 s)
+
+
+def _case(tmp_path):
+    cfg_file, over = sft_case(tmp_path)
+    return cfg_file, [o for o in over if not o.startswith(("sft.steps", "trainer."))] + [f"sft.steps={STEPS}",
+                                                                                       "sft.checkpoint_every=100"]
+
+
+def _steps(run_dir):
+    return [json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def _weights(run_dir):
+    return load_file(str(run_dir / "model" / "model.safetensors"))
+
+
+def test_interrupted_sft_resumes_to_every_step_once_and_the_uninterrupted_weights(tmp_path):
+    cfg_file, over = _case(tmp_path)
+    out = tmp_path / "run"
+    proc = subprocess.Popen(CLI + ["sft", str(cfg_file), *over, "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600  # a hang guard, not a speed check: the loop leaves once two steps are logged
+    while time.time() < deadline and not ((out / "metrics.jsonl").is_file() and len(_steps(out)) >= 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 130, err[-2000:]
+    assert f"resume with: posttrain sft --resume {out}" in err
+    done = _steps(out)
+    assert 2 <= len(done) < STEPS and done == list(range(len(done)))
+    assert not (out / "model").exists()  # the interrupted segment saved a checkpoint, not a model
+
+    r = subprocess.run(CLI + ["sft", "--resume", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert _steps(out) == list(range(STEPS))
+
+    whole = tmp_path / "whole"
+    r = subprocess.run(CLI + ["sft", str(cfg_file), *over, "--out", str(whole)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    resumed, uninterrupted = _weights(out), _weights(whole)
+    assert resumed.keys() == uninterrupted.keys()
+    for k, v in uninterrupted.items():
+        torch.testing.assert_close(resumed[k], v, rtol=0, atol=1e-6, msg=k)
+
+
+def test_resume_of_a_directory_that_is_not_a_run_is_one_line(tmp_path):
+    r = subprocess.run(CLI + ["sft", "--resume", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"posttrain: error: --resume {tmp_path}: not a run directory (no config.yaml)"
+
+
+def test_resume_of_a_sharded_run_is_refused_in_one_line(tmp_path):
+    (tmp_path / "config.yaml").write_text("name: sharded\ntrainer:\n  world_size: 2\n")
+    r = subprocess.run(CLI + ["dpo", "--resume", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"posttrain: error: --resume {tmp_path}: a sharded `posttrain dpo` run "
+                                f"(trainer.world_size=2) keeps no checkpoints; rerun it with --overwrite")
