@@ -28,7 +28,7 @@ class DPO:
     resumable = True  # supervised checkpoints (train/supervised_checkpoint.py)
 
     def splits(self, cfg: RunConfig) -> None:
-        return None  # dpo.loss is a registry name, checked when the config loaded  # the pairs come from a file or a run, split below
+        return None  # the pairs come from a file or a run, split below (dpo.loss: checked at config load)
 
     async def base(self, ctx: RunContext) -> tuple[Any, Any]:
         """The base model with its adapters attached, the train/held-out pairs and their reference logprobs."""
