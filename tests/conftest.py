@@ -12,9 +12,23 @@ built-in once, as the CLI does (posttrain/builtins.py).
 
 import signal
 
+import pytest
+
 from posttrain.builtins import load_builtins
 
 load_builtins()  # what the CLI does at start: every extension point's built-ins registered
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture()
+def one_torch_thread():
+    """Tiny tensors: a second intra-op thread only adds sync cost, badly so on a shared machine.
+    Test folders of tiny models use it autouse (their conftest) or by `usefixtures`."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -7,12 +7,8 @@ import torch
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: a second intra-op thread only adds sync cost, badly so on a shared machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread(one_torch_thread):
+    """Every rollout test on one intra-op thread (tests/conftest.py)."""
 
 
 @pytest.fixture(scope="session")

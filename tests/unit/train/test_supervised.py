@@ -17,12 +17,8 @@ ROOT = Path(__file__).resolve().parents[3] / "posttrain"
 
 
 @pytest.fixture(autouse=True)
-def _one_thread(tmp_path, monkeypatch):
+def _one_thread(tmp_path, monkeypatch, one_torch_thread):
     monkeypatch.setenv("POSTTRAIN_IMAGE_DIR", str(tmp_path / "image-cache"))  # image tasks write here, not ~/.cache
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,7 @@ from tests.unit.train.sharded.rank_job import sft_items, tiny
 CFG = SFTConfig(steps=6, batch_size=4, max_len=64)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _train(run_dir, steps, every, resume=False, lora=False):

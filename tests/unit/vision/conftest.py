@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True)
-def _image_dir(tmp_path, monkeypatch):
-    """Attachments written by a test go to its own folder, never ~/.cache."""
+def _image_dir(tmp_path, monkeypatch, one_torch_thread):
+    """Attachments written by a test go to its own folder, never ~/.cache; one intra-op thread."""
     monkeypatch.setenv("POSTTRAIN_IMAGE_DIR", str(tmp_path / "image-cache"))
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="session")
