@@ -81,19 +81,18 @@ def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resu
 
         raise ConfigError("rl.loss=distill needs per-token teacher advantages: run it with posttrain.train.distill."
                           "train_distill (benchmarks/distill_vs_rl.py, docs/second_model.md), not posttrain rl")
-    from posttrain.models.service import ServicePool
-
-    with ServicePool(cfg.models):  # judge / user models by name for the run's verifiers (docs/second_model.md)
-        summary = launch("rl", cfg, run_dir, command, resume=resume is not None, overwrite=overwrite)
+    summary = launch("rl", cfg, run_dir, command, resume=resume is not None, overwrite=overwrite)
     _print_summary(summary, run_dir)
-    _fail_on_unjudged(summary, cfg.rl.infra_error.threshold, run_dir)
+    _fail_on_unjudged(summary, run_dir)
 
 
-def _fail_on_unjudged(summary: dict, threshold: float, run_dir: Path) -> None:
-    """Exit non-zero when the held-out evaluation could not judge more than `threshold` of its
-    tasks (rl.infra_error.threshold): a before/after table over the rest would read as success."""
+def _fail_on_unjudged(summary: dict, run_dir: Path) -> None:
+    """Exit non-zero when the held-out evaluation could not judge more than the summary's
+    `infra_error_threshold` (rl.infra_error.threshold) of its tasks: a before/after table over the
+    rest would read as success."""
     from posttrain.errors import PosttrainError
 
+    threshold = summary.get("infra_error_threshold", 1.0)
     judged = summary.get("n_tasks", 0)
     for side, n in (summary.get("infra_errors") or {}).items():
         if n and n / (n + judged) > threshold:

@@ -208,6 +208,7 @@ def summarize(before: HeldoutResult, after: HeldoutResult, cfg: RunConfig, run_d
         "flips": {"pass_to_fail": overall.before_only, "fail_to_pass": overall.after_only},
         "domain_p_values": {d: paired_mcnemar(before, after, d).p_value for d in before.by_domain()},
         "infra_errors": {"before": before.infra_errors, "after": after.infra_errors},
+        "infra_error_threshold": cfg.rl.infra_error.threshold,  # the CLI fails a table over too few judged tasks
         **_generalisation(before, after, cfg),
     }
 
