@@ -91,7 +91,8 @@ def distill_config(config: Path | None, overrides: list[str], base: dict | None 
 
 @recipe("distill")
 class Distill(TextRL):
-    """TextRL's stages with the teacher's per-token advantage in place of the reward's (module docstring)."""
+    """On-policy distillation (`posttrain distill`): TextRL's stages with the teacher's per-token reverse-KL
+    advantage in place of the reward's, and the held-out reverse KL to the teacher before and after."""
 
     title = "posttrain distill"
 
