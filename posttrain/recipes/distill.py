@@ -84,7 +84,10 @@ def distill_config(config: Path | None, overrides: list[str], base: dict | None 
     """The run config of `posttrain distill CONFIG [overrides]`: DISTILL_DEFAULTS, CONFIG, overrides, checked."""
     from posttrain.config import load_config
 
-    cfg = teacher_into_models(load_config(config, overrides, base=base or copy.deepcopy(DISTILL_DEFAULTS)))
+    base = copy.deepcopy(DISTILL_DEFAULTS) if base is None else base
+    if any(o.startswith("distill.teacher.") for o in overrides):  # `distill.teacher.path=DIR` with no teacher in CONFIG:
+        base.setdefault("distill", {}).setdefault("teacher", {})  # its section starts empty, not unset
+    cfg = teacher_into_models(load_config(config, overrides, base=base))
     check_distill(cfg)
     return cfg
 

@@ -160,7 +160,7 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
     trained = batch.groups if distilling else batch.train_groups
     flat = [t for g in trained for t in g]
     if distilling and flat:
-        adv, per_sample = st.token_advantages(flat)  # type: ignore[misc]
+        adv, per_sample = st.token_advantages(flat)
     else:
         adv = per_sample = estimate_advantages(trained, cfg.advantage)  # [B]
     learn_idx = [i for i, t in enumerate(flat) if not t.infra_error]
