@@ -74,21 +74,23 @@ def token_advantage_fn(teacher: Any, pad_id: int) -> Callable[[list[Trajectory]]
 
 
 @torch.no_grad()
-def reverse_kl_to_teacher(student: Any, teacher: Any, trajs: Sequence[Trajectory], pad_id: int,
-                          chunk: int = 8) -> float | None:
+def reverse_kl_to_teacher(student: Any, teacher: Any, trajs: Sequence[Trajectory], pad_id: int) -> float | None:
     """Exact KL(p_S || p_T) over the whole vocabulary at every completion token of `trajs` (the student's own
-    held-out completions), mean over tokens; None when no trajectory has a completion token."""
-    total, n = 0.0, 0.0
+    held-out completions), mean over tokens; None when no trajectory has a completion token. One trajectory
+    at a time, only its completion positions kept before the softmax: [L, V] logits, not [B, L, V]."""
+    total, n = 0.0, 0
     was_training = student.training
     student.eval()
-    for i in range(0, len(trajs), chunk):
-        tb = pack_trajectories(trajs[i:i + chunk], pad_id)
-        _, ls = token_logprobs(student, tb.input_ids, tb.attention_mask, with_logits=True)  # [b, L-1, V]
-        _, lt = token_logprobs(teacher, tb.input_ids, tb.attention_mask, with_logits=True)  # [b, L-1, V]
+    for t in trajs:
+        tb = pack_trajectories([t], pad_id)
+        keep = tb.loss_mask[0].bool()  # [L-1]: column j predicts token j+1
+        if not keep.any():
+            continue
+        ls = student(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits[0, :-1][keep].float()  # [n, V]
+        lt = teacher(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits[0, :-1][keep].float()  # [n, V]
         ls, lt = torch.log_softmax(ls, -1), torch.log_softmax(lt, -1)
-        kl = (ls.exp() * (ls - lt)).sum(-1)  # [b, L-1]
-        total += float((kl * tb.loss_mask).sum())
-        n += float(tb.loss_mask.sum())
+        total += float((ls.exp() * (ls - lt)).sum())
+        n += int(keep.sum())
     student.train(was_training)
     return total / n if n else None
 
