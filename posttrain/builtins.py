@@ -35,7 +35,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "tracker": ("posttrain.store.trackers",),
     "model_backend": ("posttrain.models.service_openai", "posttrain.rollout.service_local"),  # models/service.py
     "overlong": ("posttrain.verifiers.overlong",),  # rl.overlong: truncated completions gated, scored or penalised
-    "recipe": tuple(f"posttrain.recipes.{m}" for m in ("quickstart", "vision", "agent", "sft", "dpo")),  # pipeline.py
+    "recipe": tuple(f"posttrain.recipes.{m}" for m in ("quickstart", "vision", "agent", "sft", "dpo", "distill")),  # pipeline.py
 }
 
 

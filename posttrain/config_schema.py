@@ -489,6 +489,14 @@ class SecondModelConfig(Section):
         return "local" if self.path is not None else "openai"
 
 
+class DistillConfig(Section):
+    """`posttrain distill` (recipes/distill.py, docs/second_model.md): the teacher whose per-token logprobs
+    the student learns from. `teacher` is the same entry as `models.teacher` (give one of the two)."""
+
+    teacher: SecondModelConfig | None = None  # a local HF directory or `tiny`, same tokenizer as model.path
+    eval_kl: bool = True  # held-out reverse KL to the teacher before and after (exact over the vocabulary)
+
+
 class RunConfig(Section):
     name: str = "run"
     seed: int = 0
@@ -508,5 +516,6 @@ class RunConfig(Section):
     agent: AgentConfig = AgentConfig()
     log: LogConfig = LogConfig()
     threads: int = Field(default=0, ge=0, description="torch threads; 0 -> all cores")
+    distill: DistillConfig = DistillConfig()  # posttrain distill: the teacher (docs/second_model.md)
     models: dict[str, SecondModelConfig] = {}  # second models by role: judge, user, teacher (docs/second_model.md)
     plugins: list[str] = []  # .py files defining extra domains/verifiers/losses, imported before validation

@@ -134,6 +134,8 @@ class PhaseProgress:
             return "  ".join([f"loss {info['loss']:.3f}"] + [f"{k} {v:.3f}" for k, v in info.items()
                                                                if k.startswith("eval/") or k == "accuracy"])
         parts = [f"reward {info.get('reward/mean', 0):.3f}"]
+        if "train/reverse_kl" in info:  # posttrain distill: the sampled reverse KL to the teacher
+            parts.append(f"reverse KL {info['train/reverse_kl']:.3f}")
         if "eval/pass@1" in info:
             parts.append(f"held-out {info['eval/pass@1']:.3f}")
         parts.append(f"{info.get('time/step_s', 0):.2f}s/step")

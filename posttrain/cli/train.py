@@ -13,19 +13,19 @@ QUICKSTART_TIME = ("posttrain quickstart: about 5-6 min on 2 cores (measured 5 m
                    "VM; docs/benchmarks.md), longer on a busy machine; each phase shows its progress and an eta")
 
 
-def _print_summary(summary: dict, run_dir: Path) -> None:
+def _print_summary(summary: dict, run_dir: Path, stage: str = "RL") -> None:
     from rich.console import Console
     from rich.table import Table
 
     if "p_value" not in summary:  # eval.before / eval.after off: no comparison
-        ran = [f"{k} RL pass@1 {summary[k]['pass@1']:.3f}" for k in ("before", "after") if k in summary]
+        ran = [f"{k} {stage} pass@1 {summary[k]['pass@1']:.3f}" for k in ("before", "after") if k in summary]
         typer.echo(f"held-out comparison skipped (eval.before/eval.after); {'; '.join(ran) or 'no held-out eval ran'}; "
                    f"run directory {run_dir}")
         return
     ev = summary.get("eval", {})
     how = "greedy" if not ev.get("temperature") else f"one sample at T={ev['temperature']}, seed {ev.get('seed')}"
-    t = Table(title=f"held-out pass@1 ({how}), before vs after RL")
-    t.add_column("domain"), t.add_column("before RL", justify="right"), t.add_column("after RL", justify="right")
+    t = Table(title=f"held-out pass@1 ({how}), before vs after {stage}")
+    t.add_column("domain"), t.add_column(f"before {stage}", justify="right"), t.add_column(f"after {stage}", justify="right")
     t.add_column("delta", justify="right"), t.add_column("McNemar p", justify="right")
     for d, b in summary["before"]["domains"].items():
         a = summary["after"]["domains"][d]
@@ -79,8 +79,8 @@ def _run(config: Optional[Path], overrides: List[str], out: Optional[Path], resu
     if cfg.rl.loss.name == "distill":
         from posttrain.errors import ConfigError
 
-        raise ConfigError("rl.loss=distill needs per-token teacher advantages: run it with posttrain.train.distill."
-                          "train_distill (benchmarks/distill_vs_rl.py, docs/second_model.md), not posttrain rl")
+        raise ConfigError("rl.loss=distill needs per-token teacher advantages: run it with `posttrain distill CONFIG` "
+                          "(docs/second_model.md), not posttrain rl")
     summary = launch("rl", cfg, run_dir, command, resume=resume is not None, overwrite=overwrite)
     _print_summary(summary, run_dir)
     _fail_on_unjudged(summary, run_dir)

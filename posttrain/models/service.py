@@ -158,6 +158,12 @@ def open_service(name: str, cfg: SecondModelConfig) -> ModelService:
 _ACTIVE: dict[str, ModelService] = {}
 
 
+def served(models: Mapping[str, SecondModelConfig]) -> dict[str, SecondModelConfig]:
+    """The models a run serves by name: all but the teacher, whose per-token logprobs distillation reads
+    in-process (train/distill.py load_teacher), never through a chat service."""
+    return {name: c for name, c in models.items() if name != "teacher"}
+
+
 class ServicePool:
     """Opens every model a run names and makes them findable by name until closed."""
 

@@ -117,11 +117,11 @@ def run_recipe(name: str | Recipe, cfg: RunConfig, run_dir: Path, resume: bool =
     """Run every stage of recipe `name` in one event loop (the sandbox pool and verifier runner
     live on it); returns the summary, also written to RUN/<recipe.summary_file>. `title` (the
     command that ran it, `posttrain rl`) heads report.html; default the recipe's own."""
-    from posttrain.models.service import ServicePool
+    from posttrain.models.service import ServicePool, served
 
     r = get_recipe(name) if isinstance(name, str) else name
     ctx = RunContext(cfg, Path(run_dir), resume, report or (lambda phase, info: None), budget_s, sandbox=sandbox)
-    with ServicePool(cfg.models):  # the run's judge / user / teacher models, by name (docs/second_model.md)
+    with ServicePool(served(cfg.models)):  # the run's judge and user models, by name (docs/second_model.md)
         return asyncio.run(_run(r, ctx, title or r.title))
 
 

@@ -61,6 +61,40 @@ def distill_advantages(trajs: Sequence[Trajectory], teacher: Any, pad_id: int) -
     return (t_logp.float() - tb.old_logp) * tb.loss_mask
 
 
+def token_advantage_fn(teacher: Any, pad_id: int) -> Callable[[list[Trajectory]], tuple[torch.Tensor, torch.Tensor]]:
+    """RLState.token_advantages for the RL loop (train/rl.py learn): trajectories [B] -> (advantages [B, W],
+    their mean over each sample's trainable tokens [B], which the trajectory store keeps)."""
+
+    def advantages(trajs: list[Trajectory]) -> tuple[torch.Tensor, torch.Tensor]:
+        adv = distill_advantages(trajs, teacher, pad_id)  # [B, W]
+        n_tok = pack_trajectories(trajs, pad_id).loss_mask.sum(1).clamp(min=1)  # [B]
+        return adv, adv.sum(1) / n_tok
+
+    return advantages
+
+
+@torch.no_grad()
+def reverse_kl_to_teacher(student: Any, teacher: Any, trajs: Sequence[Trajectory], pad_id: int) -> float | None:
+    """Exact KL(p_S || p_T) over the whole vocabulary at every completion token of `trajs` (the student's own
+    held-out completions), mean over tokens; None when no trajectory has a completion token. One trajectory
+    at a time, only its completion positions kept before the softmax: [L, V] logits, not [B, L, V]."""
+    total, n = 0.0, 0
+    was_training = student.training
+    student.eval()
+    for t in trajs:
+        tb = pack_trajectories([t], pad_id)
+        keep = tb.loss_mask[0].bool()  # [L-1]: column j predicts token j+1
+        if not keep.any():
+            continue
+        ls = student(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits[0, :-1][keep].float()  # [n, V]
+        lt = teacher(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits[0, :-1][keep].float()  # [n, V]
+        ls, lt = torch.log_softmax(ls, -1), torch.log_softmax(lt, -1)
+        total += float((ls.exp() * (ls - lt)).sum())
+        n += int(keep.sum())
+    student.train(was_training)
+    return total / n if n else None
+
+
 def _engine(cfg: RunConfig, model: Any, tok: Any) -> Any:
     from posttrain.rollout import make_engine
 

@@ -74,6 +74,9 @@ class RLState:
     warnings: dict[str, str] = field(default_factory=dict)  # run_health's findings by kind, each once
     agent_proxy: Any = None  # rollout/agent/external.py AgentProxyFactory for agent.external (the recipe's)
     async_state: dict | None = None  # the asynchronous source's in-flight batches, from the checkpoint resumed
+    # Per-token advantages in place of rl.advantage on the rewards: trajectories [B] -> (adv [B, W], per-sample
+    # mean [B] for the store). On-policy distillation's teacher (train/distill.py, recipes/distill.py).
+    token_advantages: Callable[[list[Trajectory]], tuple[torch.Tensor, torch.Tensor]] | None = None
 
     @property
     def model(self) -> Any:
@@ -155,8 +158,14 @@ def batch_source_for(cfg: RunConfig) -> BatchSource:
 def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, float]:
     """Everything after the rollout: advantages, update, sync, store; the step's metrics row."""
     cfg = st.cfg.rl
-    flat = [t for g in batch.train_groups for t in g]
-    adv = estimate_advantages(batch.train_groups, cfg.advantage.name, cfg.advantage.args)
+    # distillation: every group carries the teacher's signal, equal rewards or not; [B, W] and its per-sample mean
+    distilling = st.token_advantages is not None
+    trained = batch.groups if distilling else batch.train_groups
+    flat = [t for g in trained for t in g]
+    if distilling and flat:
+        adv, per_sample = st.token_advantages(flat)
+    else:
+        adv = per_sample = estimate_advantages(trained, cfg.advantage.name, cfg.advantage.args)  # [B]
     learn_idx = [i for i, t in enumerate(flat) if not t.infra_error]
     stats: dict[str, float] = {}
     if learn_idx:
@@ -167,7 +176,7 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
     st.version += 1
     sync_row = source.sync(st)
     sync_s = time.perf_counter() - t_upd
-    st.store.put_many(batch.trajs, advantages=trained_advantages(batch.trajs, flat, adv))  # the viewer reads them
+    st.store.put_many(batch.trajs, advantages=trained_advantages(batch.trajs, flat, per_sample))  # the viewer reads them
     trajs = batch.trajs
     scored = [t for t in trajs if not t.infra_error]
     by_dom: dict[str, list[float]] = {}
@@ -177,8 +186,8 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
     row = {
         "reward/mean": sum(t.reward for t in scored) / max(1, len(scored)),
         **{f"reward/{d}": sum(v) / len(v) for d, v in by_dom.items()},
-        "groups/dropped_frac": 1 - len(batch.train_groups) / max(1, len(batch.groups)),
-        "groups/trained": len(batch.train_groups),
+        "groups/dropped_frac": 1 - len(trained) / max(1, len(batch.groups)),
+        "groups/trained": len(trained),
         "infra_error_frac": 1 - len(scored) / max(1, len(trajs)),
         "format_fail_frac": sum(1 for t in scored if t.verify.details.get("rule") == "format") / max(1, len(scored)),
         "completion_tokens/mean": sum(len(x.token_ids) for t in trajs for x in t.turns if x.trainable) / max(1, len(trajs)),

@@ -116,4 +116,4 @@ def test_posttrain_rl_refuses_a_distill_loss_in_one_line(tmp_path):
     cfg.write_text("name: d\nrl: {loss: distill}\nmodels: {teacher: {path: tiny}}\n")
     r = subprocess.run([sys.executable, "-m", "posttrain", "rl", str(cfg), "--out", str(tmp_path / "run")],
                        capture_output=True, text=True, env={**os.environ}, timeout=120)
-    assert r.returncode != 0 and "train_distill" in r.stderr + r.stdout
+    assert r.returncode != 0 and "posttrain distill" in r.stderr + r.stdout
