@@ -347,7 +347,9 @@ def test_a_ray_launched_rank_killed_mid_training_ends_the_job_with_one_line_nami
     cfg_file.write_text("name: sharded-kill\n")
     over = ["sft.steps=100000", "sft.batch_size=8", "sft.max_len=32", "threads=1", "tasks.domains={arithmetic: {}}",
             "model.tiny.hidden_size=32", "model.tiny.intermediate_size=64", "model.tiny.num_attention_heads=2",
-            "model.tiny.num_key_value_heads=2", "trainer.mixed_precision=fp32", "trainer.timeout_s=20"]
+            "model.tiny.num_key_value_heads=2", "trainer.mixed_precision=fp32", "trainer.timeout_s=30"]
+    # 30 s: the collective timeout bounds the ranks' set-up too; 20 s failed once at load average 15 (a rank
+    # still importing torch when rank 0's first send timed out), a start-up that measured nothing.
     err = tmp_path / "stderr.txt"
     with open(err, "w") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "posttrain", "sft", str(cfg_file), *over, "trainer.world_size=2",
@@ -367,7 +369,7 @@ def test_a_ray_launched_rank_killed_mid_training_ends_the_job_with_one_line_nami
         if proc.poll() is None:
             proc.kill()
     text = err.read_text()
-    assert code == 2 and took < 60, text[-2000:]
+    assert code == 2 and took < 90, text[-2000:]  # ends, not hangs: about the 30 s collective timeout, bounded at 3x
     lines = [x for x in text.splitlines() if x.startswith("posttrain: error:")]
     assert len(lines) == 1 and "rank 1 of 2" in lines[0], text[-2000:]
 
