@@ -191,6 +191,10 @@ def _check_tasks(cfg: RunConfig) -> None:
         if name in registry("domain_check"):  # a domain's own load-time check: package, args, difficulty range
             registry("domain_check").get(name)(name, d.args, [d.difficulty, *curriculum_levels(cfg, name)], key)
         check_kwargs(registry("domain").get(name), d.args, f"{key}.args", f"domain {name!r}")
+        for role in registry("domain").props(name)["second_models"]:  # e.g. τ²'s simulated customer
+            if role not in cfg.models:
+                raise ConfigError(f"{key}: its episodes talk to a second model as {role!r}, and models.{role} is not set: "
+                                  f"name one, e.g. models: {{{role}: {{path: models/smollm2}}}} (docs/second_model.md)")
     _check_curriculum(cfg)
     if not cfg.tasks.domains and not cfg.tasks.files:
         raise ConfigError("tasks: no domains and no task files; a run needs at least one of tasks.domains / tasks.files")

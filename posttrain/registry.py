@@ -44,10 +44,13 @@ PROPERTIES: dict[str, dict[str, tuple[Any, ...] | type]] = {
     # inflight_weights: takes new weights between decode steps (rl.partial_rollouts); max_batch_arg: takes
     # `max_batch`, its generation concurrency; model_check: config.json dict -> why it cannot run it, or None
     "engine": {"inflight_weights": bool, "max_batch_arg": bool, "model_check": object},
+    # second_models: the roles under `models:` its episodes talk to (τ²: ("user",), the simulated customer);
+    # config_check refuses a run that names the domain but not the model
+    "domain": {"second_models": tuple},
 }
 # kind -> {property: the value an entry that leaves it out declares}: properties added after plugins
 # existed. normalisable=False: a loss that does not take `denom` refuses a non-default rl.loss_norm.
-PROPERTY_DEFAULTS: dict[str, dict[str, Any]] = {"loss": {"normalisable": False}}
+PROPERTY_DEFAULTS: dict[str, dict[str, Any]] = {"loss": {"normalisable": False}, "domain": {"second_models": ()}}
 
 
 class Registry(Generic[T]):
@@ -146,8 +149,8 @@ def verifier(name: str, *, answer_format: str) -> Callable[[T], T]:
     return registry("verifier").register(name, answer_format=answer_format)
 
 
-def domain(name: str) -> Callable[[T], T]:
-    return registry("domain").register(name)
+def domain(name: str, **props: Any) -> Callable[[T], T]:
+    return registry("domain").register(name, **props)
 
 
 def engine(name: str, *, inflight_weights: bool, max_batch_arg: bool,

@@ -8,8 +8,10 @@ A single-turn task is the one-step case of an episode. This is the only place th
 dispatched (`types.is_multi_step` says which is which): a multi-step task runs as an agent
 episode (`agent/loop.py`, scored inside the episode while its sandbox session is open; with
 `opts.external` set, the agent process runs through the token-capturing proxy instead,
-`agent/external.py`); a one-step task is generated in one engine call (`single_turn.py`) and
-scored here by the verifier runner.
+`agent/external.py`); a multi-step task that talks to a simulated user (its metadata carries
+`user_scenario`: τ²-bench, tasks/tau2.py) runs against the run's `user` model (`agent/tau2_loop.py`,
+the second model opened by the recipe, models/service.py); a one-step task is generated in one
+engine call (`single_turn.py`) and scored here by the verifier runner.
 Either way every trajectory comes back with `.verify` and `.reward` filled, `trajs[i].group` is
 the task's index in `tasks`, and the samples of one group are contiguous and in task order, so
 group-relative advantages work unchanged.
@@ -93,6 +95,30 @@ async def _episodes(engine: Any, tok: Any, tasks: Sequence[Task], opts: RolloutO
                                step=opts.step)
 
 
+USER_SCENARIO = "user_scenario"  # Task.metadata key: the episode talks to a simulated user playing it
+
+
+def talks_to_user(task: Task) -> bool:
+    """A task whose episode is a conversation with a simulated user (τ²-bench's customer)."""
+    return USER_SCENARIO in task.metadata
+
+
+async def _with_user(engine: Any, tok: Any, tasks: Sequence[Task], opts: RolloutOptions, verifier: Any
+                     ) -> list[Trajectory]:
+    """Scored conversations, trajs[g * n + k]: the policy as the agent, the run's `user` model as the
+    customer (a ConfigError naming `models.user` when the run opened none), each scored on its database."""
+    from posttrain.models.service import active_service
+    from posttrain.rollout.agent.tau2_loop import Tau2Options, Tau2Runner
+
+    a = opts.agent
+    t2 = Tau2Options(max_steps=max(t.limits.max_steps for t in tasks),
+                     max_new_tokens=max(t.limits.max_new_tokens for t in tasks), temperature=a.temperature,
+                     obs_max_chars=a.obs_max_chars, concurrency=a.concurrency, seed=a.seed)
+    runner = Tau2Runner(engine, tok, active_service("user"), t2, verifier_runner=verifier, step=opts.step)
+    trajs = await runner.run(tasks, a.n)  # task by task, then sample by sample
+    return [dataclasses.replace(t, group=i // a.n) for i, t in enumerate(trajs)]
+
+
 async def _one_step(engine: Any, tok: Any, tasks: Sequence[Task], opts: RolloutOptions) -> list[Trajectory]:
     if not opts.offload_generation:
         return await rollout_single_turn(engine, tok, tasks, opts.sampling, step=opts.step)
@@ -118,14 +144,17 @@ async def rollout_scored(engine: Any, tok: Any, tasks: Sequence[Task], opts: Rol
 
         verifier = VerifierRunner(sandbox)
     sandbox = sandbox if sandbox is not None else verifier.ctx.sandbox
-    multi = [i for i, t in enumerate(tasks) if is_multi_step(t)]
-    single = [i for i, t in enumerate(tasks) if not is_multi_step(t)]
+    users = [i for i, t in enumerate(tasks) if talks_to_user(t)]
+    multi = [i for i, t in enumerate(tasks) if is_multi_step(t) and not talks_to_user(t)]
+    single = [i for i, t in enumerate(tasks) if not is_multi_step(t) and not talks_to_user(t)]
     by_group: dict[int, list[Trajectory]] = {}
 
     def regroup(index: list[int], trajs: list[Trajectory]) -> None:
         for t in trajs:  # group ids of a sub-list back to indices in `tasks`
             by_group.setdefault(index[t.group], []).append(dataclasses.replace(t, group=index[t.group]))
 
+    if users:
+        regroup(users, await _with_user(engine, tok, [tasks[i] for i in users], opts, verifier))
     if multi:
         regroup(multi, await _episodes(engine, tok, [tasks[i] for i in multi], opts, verifier, sandbox))
     sub = [tasks[i] for i in single]

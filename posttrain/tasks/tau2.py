@@ -78,17 +78,17 @@ class Tau2Domain:
         return ""  # an agent that does nothing: no tool call, nothing communicated
 
 
-@domain("tau2_airline")
+@domain("tau2_airline", second_models=("user",))
 class Tau2Airline(Tau2Domain):
     name = "tau2_airline"
 
 
-@domain("tau2_retail")
+@domain("tau2_retail", second_models=("user",))
 class Tau2Retail(Tau2Domain):
     name = "tau2_retail"
 
 
-@domain("tau2_mock")
+@domain("tau2_mock", second_models=("user",))
 class Tau2Mock(Tau2Domain):
     name = "tau2_mock"
 

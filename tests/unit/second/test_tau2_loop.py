@@ -95,3 +95,37 @@ def test_a_real_model_agent_runs_whole_episodes_with_token_layout_for_training(t
     agent = [t for t in traj.turns if t.role == "assistant"]
     assert len(agent) >= 1 and all(len(t.logprobs) == len(t.token_ids) for t in agent)
     assert traj.timings["user_s"] > 0 and traj.timings["generate_s"] > 0
+
+
+def test_the_rollout_entry_runs_a_user_task_against_the_runs_user_model_beside_a_one_step_task(tiny, user_dir,
+                                                                                                 mock_task):
+    """What the RL loop and the held-out eval call (rollout/entry.py): a τ² task is a conversation with the
+    run's `user` model (opened by the recipe), scored on its database; groups stay in task order."""
+    from posttrain.models.service import register_service, unregister_service
+    from posttrain.rollout.engine import SamplingParams
+    from posttrain.rollout.entry import rollout_options, rollout_scored
+    from posttrain.tasks import generate_domain
+    from posttrain.verifiers.run import VerifierRunner
+
+    model, tok = tiny
+    arith = generate_domain("arithmetic", 1, 0)[0]
+    register_service(open_service("user", SecondModelConfig(path=user_dir, max_new_tokens=8)))
+    try:
+        opts = rollout_options(SamplingParams(temperature=0.0, n=1, max_new_tokens=16))
+        trajs = asyncio.run(rollout_scored(ScriptedAgent(tok, gold_replies(mock_task)), tok, [arith, mock_task], opts,
+                                           VerifierRunner(None)))
+    finally:
+        unregister_service("user")
+    assert [(t.task_id, t.group) for t in trajs] == [(arith.id, 0), (mock_task.id, 1)]
+    assert trajs[1].reward == 1.0 and [t.role for t in trajs[1].turns][:2] == ["user", "assistant"], trajs[1].verify
+
+
+def test_a_run_naming_a_tau2_domain_without_a_user_model_is_refused_at_load():
+    from posttrain.config import load_config
+    from posttrain.config_check import check_config
+    from posttrain.errors import ConfigError
+
+    cfg = load_config(None, ["tasks.domains={tau2_mock: {n_train: 4, n_eval: 2}}"])
+    with pytest.raises(ConfigError, match=r"tasks.domains.tau2_mock: its episodes talk to a second model as 'user', "
+                                          r"and models.user is not set"):
+        check_config(cfg, needs=("tasks",))
