@@ -72,13 +72,13 @@ def builtin_suites() -> list[str]:
 
 def resolve_suite_path(name_or_path: str | Path) -> Path:
     p = Path(name_or_path)
+    builtin = BUILTIN_DIR / f"{name_or_path}.yaml"
+    if p.suffix not in (".yaml", ".yml") and not p.is_file() and builtin.is_file():
+        return builtin  # a built-in name, even where the working directory holds a folder of that name
     if p.suffix in (".yaml", ".yml") or p.exists():
         if not p.is_file():
             raise EvalError(f"suite file not found: {p.resolve()}")
         return p
-    builtin = BUILTIN_DIR / f"{name_or_path}.yaml"
-    if builtin.is_file():
-        return builtin
     import difflib
 
     close = difflib.get_close_matches(str(name_or_path), builtin_suites(), n=1, cutoff=0.6)

@@ -167,7 +167,8 @@ FREE_TEXT = {"name", "out_dir", "model.path", "tasks.files", "tasks.heldout_file
              "dpo.data", "dpo.from_run", "trainer.lora.target_modules", "schedule.curriculum.domains",
              "schedule.curriculum.exclude", "cluster.address", "cluster.sandbox_resource", "cluster.rollout_resource",
              "agent.external.command", "agent.external.entry", "log.project", "models.path", "models.url",
-             "models.model", "models.api_key_env", "plugins"}
+             "models.model", "models.api_key_env", "distill.teacher.path", "distill.teacher.url", "distill.teacher.model",
+             "distill.teacher.api_key_env", "plugins"}  # distill.teacher: a models entry (path, URL, model id, env var)
 
 
 def _string_fields(model: type[BaseModel], prefix: str = "", registered: bool = False):

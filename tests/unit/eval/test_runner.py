@@ -177,3 +177,13 @@ def test_eval_with_the_vllm_engine_is_not_refused_for_max_batch(tiny, tmp_path):
     # before: "engine.args.max_batch: engine 'vllm' takes no argument 'max_batch'" (eval passed it)
     with pytest.raises(ConfigError, match="engine 'vllm' needs the vllm package"):
         run(tiny, write_suite(tmp_path / "s.yaml"), tmp_path / "out", engine="vllm")
+
+
+def test_a_builtin_suite_name_is_not_shadowed_by_a_folder_of_that_name(tmp_path, monkeypatch):
+    """`posttrain eval tools` in a checkout that has a tools/ folder (this repository has one) still
+    means the built-in suite; a folder is never a suite file."""
+    from posttrain.eval.suite import BUILTIN_DIR, resolve_suite_path
+
+    (tmp_path / "tools").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert resolve_suite_path("tools") == BUILTIN_DIR / "tools.yaml"
