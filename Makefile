@@ -56,7 +56,7 @@ run: install
 
 # Two workers, each running whole test files (--dist loadfile): a file's module fixtures (a Ray
 # cluster, a sandbox pool) are built once, and most tests wait on subprocesses, so two files at a
-# time fit 2 cores (6 min instead of 10 on the 2-core machine). `make test PYTEST_WORKERS=0` runs serially.
+# time fit 2 cores (measured 2026-12-05 on the 2-core AMD EPYC: 13-14 min of pytest on 2 workers; see docs/benchmarks.md, "make test"). `make test PYTEST_WORKERS=0` runs serially.
 PYTEST_WORKERS ?= 2
 
 # The set-up steps are independent once the venv exists, so they run side by side (`-j`): the Debian
