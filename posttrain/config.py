@@ -73,7 +73,7 @@ from posttrain.config_components import (
     move_legacy_component_keys,
     registered_fields,
 )
-from posttrain.config_schema import LEGACY_OPTIM_KEYS, move_legacy_optim_keys
+from posttrain.config_optim import LEGACY_OPTIM_KEYS, move_legacy_optim_keys
 from posttrain.errors import ConfigError
 from posttrain.registry import check_kwargs, registry
 
@@ -250,7 +250,7 @@ def _merge_layer(tree: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
 
 def _migrate_key(dotted: str) -> str:
     """`rl.lr` -> `rl.optim.lr`, `rl.loss_args.x` -> `rl.loss.args.x`, `schedule.policy` -> `schedule.name`
-    for an override (config_schema.LEGACY_OPTIM_KEYS, LEGACY_COMPONENT_KEYS)."""
+    for an override (config_optim.LEGACY_OPTIM_KEYS, LEGACY_COMPONENT_KEYS)."""
     keys = dotted.split(".")
     if len(keys) == 2 and keys[1] in LEGACY_OPTIM_KEYS.get(keys[0], {}):
         new = f"{keys[0]}.optim.{LEGACY_OPTIM_KEYS[keys[0]][keys[1]]}"

@@ -2,13 +2,15 @@
 
 posttrain/config.py loads YAML and dotted overrides into `RunConfig` and re-exports every
 section, so `from posttrain.config import RLConfig` keeps working; the loader lives there.
+Two parts live in modules of their own and are re-exported here: the `optim` section every
+training phase has (config_optim.py) and the `rl:` section with its sub-sections (config_rl.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import Field, model_validator
 from typing_extensions import Annotated
 
 from posttrain.config_components import (
@@ -19,62 +21,9 @@ from posttrain.config_components import (
     move_legacy_component_keys,
     named,
 )
-
-
-class OptimConfig(Section):
-    """One trainer's optimizer and LR schedule (posttrain/train/optim.py builds both). Each phase
-    has its own (`rl.optim`, `sft.optim`, `dpo.optim`) with its own defaults (OPTIM_DEFAULTS): a
-    partial section (`rl.optim.lr=1e-4`) keeps the phase's other defaults."""
-
-    name: Literal["adamw"] = "adamw"
-    lr: float = Field(default=1e-4, gt=0.0)
-    betas: tuple[Annotated[float, Field(ge=0.0, lt=1.0)], Annotated[float, Field(ge=0.0, lt=1.0)]] = (0.9, 0.999)
-    eps: float = Field(default=1e-8, gt=0.0)
-    weight_decay: float = Field(default=0.0, ge=0.0)
-    schedule: Literal["constant", "cosine"] = "constant"  # after the warm-up: flat, or cosine down to 10% of lr
-    warmup: int = Field(default=0, ge=0)  # steps of linear warm-up from lr/warmup to lr
-
-
-# Each phase's optimizer defaults. RL keeps betas (0.9, 0.99), the values every recorded RL result
-# was measured with (docs/training.md "Optimizer"); SFT and DPO keep torch's (0.9, 0.999), and DPO
-# torch AdamW's default weight decay 0.01, which its one-process loop always had.
-OPTIM_DEFAULTS: dict[str, dict[str, Any]] = {
-    "rl": {"lr": 3e-5, "betas": (0.9, 0.99), "schedule": "constant", "warmup": 20},
-    "sft": {"lr": 3e-3, "betas": (0.9, 0.999), "schedule": "cosine", "warmup": 10},
-    "dpo": {"lr": 1e-4, "betas": (0.9, 0.999), "weight_decay": 0.01, "schedule": "cosine", "warmup": 5},
-}
-# The keys before `optim` existed, still read (config.py renames them in YAML trees and overrides).
-LEGACY_OPTIM_KEYS: dict[str, dict[str, str]] = {
-    "rl": {"lr": "lr", "warmup_steps": "warmup"},
-    "sft": {"lr": "lr", "warmup_steps": "warmup", "weight_decay": "weight_decay"},
-    "dpo": {"lr": "lr", "warmup_steps": "warmup"},
-}
-
-
-def _phase_optim(phase: str) -> Any:
-    """The `optim` field of `phase`: a given mapping is laid over the phase's defaults."""
-    def merge(v: Any) -> Any:
-        if isinstance(v, OptimConfig):
-            return v
-        return {**OPTIM_DEFAULTS[phase], **(v or {})} if isinstance(v, dict) else v
-    return Field(default_factory=lambda: OptimConfig(**OPTIM_DEFAULTS[phase])), BeforeValidator(merge)
-
-
-def move_legacy_optim_keys(phase: str, data: Any) -> Any:
-    """`rl.lr` -> `rl.optim.lr` (and the other LEGACY_OPTIM_KEYS) in one section's raw mapping;
-    a key given both ways with different values is an error naming both."""
-    if not isinstance(data, dict) or not any(k in data for k in LEGACY_OPTIM_KEYS[phase]):
-        return data
-    data, optim = dict(data), dict(data.get("optim") or {})
-    for old, new in LEGACY_OPTIM_KEYS[phase].items():
-        if old in data:
-            value = data.pop(old)
-            if new in optim and optim[new] != value:
-                raise ValueError(f"{phase}.{old}={value!r} and {phase}.optim.{new}={optim[new]!r} disagree; "
-                                 f"set {phase}.optim.{new} only")
-            optim[new] = value
-    data["optim"] = optim
-    return data
+# Re-exported: config.py and the callers read the optim and rl sections here too.
+from posttrain.config_optim import LEGACY_OPTIM_KEYS, OPTIM_DEFAULTS, OptimConfig, move_legacy_optim_keys, phase_optim  # noqa: F401
+from posttrain.config_rl import InfraErrorConfig, LongTailConfig, OffPolicyConfig, OverlongConfig, RLConfig  # noqa: F401
 
 
 class TinyModelConfig(Section):
@@ -147,7 +96,7 @@ class TasksConfig(Section):
 
 class SFTConfig(Section):
     steps: int = Field(default=600, ge=0)
-    optim: Annotated[OptimConfig, *_phase_optim("sft")]  # lr 3e-3, cosine, 10 warm-up steps (was sft.lr, ...)
+    optim: Annotated[OptimConfig, *phase_optim("sft")]  # lr 3e-3, cosine, 10 warm-up steps (was sft.lr, ...)
     batch_size: int = Field(default=64, ge=1)
     # Quickstart warm-up only: stop once greedy pass@1 on a validation sample of the RL task
     # pool (never the held-out split), mean over domains, reaches this; None = run all steps.
@@ -197,7 +146,7 @@ class DPOConfig(Section):
     loss: Annotated[Component, *named("dpo_loss", "sigmoid", reserved=("pc", "pr", "rc", "rr", "nc", "nr", "beta"))]  # sigmoid | ipo
     beta: float = Field(default=0.1, gt=0.0)
     steps: int = Field(default=100, ge=0)
-    optim: Annotated[OptimConfig, *_phase_optim("dpo")]  # lr 1e-4, cosine, 5 warm-up steps (was dpo.lr, ...)
+    optim: Annotated[OptimConfig, *phase_optim("dpo")]  # lr 1e-4, cosine, 5 warm-up steps (was dpo.lr, ...)
     batch_size: int = Field(default=16, ge=1)
     max_len: int = Field(default=256, ge=2)
     data: str | None = None  # JSONL pairs {prompt|messages, chosen, rejected}
@@ -211,126 +160,6 @@ class DPOConfig(Section):
     @classmethod
     def _legacy_optim_keys(cls, data: Any) -> Any:
         return move_legacy_optim_keys("dpo", data)
-
-
-class InfraErrorConfig(Section):
-    """rl.infra_error: what an RL run does when too many verifications are infra errors (train/infra_guard.py)."""
-
-    window: int = Field(default=200, ge=1)  # the last N verifications looked at
-    threshold: float = Field(default=0.2, gt=0.0, le=1.0)  # infra-error share that trips the guard
-    min_samples: int = Field(default=50, ge=1)  # no verdict on fewer verifications
-    action: Literal["warn", "stop"] = "warn"  # warn loudly, or stop the run (one line)
-
-
-class OffPolicyConfig(Component):
-    """rl.offpolicy: the correction for samples generated by older weights (train/offpolicy.py); used when rl.max_staleness > 0."""
-
-    name: str = "tis"  # an `offpolicy` registry name: none | tis | mis | icepop
-    args: dict[str, Any] = {}  # the correction's keyword arguments, e.g. {cap: 2.0} for tis, {low: 0.5, high: 2.0} for icepop
-    max_kl: float = Field(default=0.5, gt=0.0)  # trainer-vs-behaviour KL estimate that trips the guard
-    action: Literal["warn", "stop"] = "warn"  # warn once per window, or stop the run (one line)
-
-
-class LongTailConfig(Section):
-    """rl.longtail: slow tasks in their own queue, so they never stall a step (train/longtail_source.py
-    over schedule/longtail.py LongTailRunner); their results join a later step or are counted dropped."""
-
-    enabled: bool = False
-    max_staleness: int = Field(default=2, ge=0)  # a late result more than this many versions old is dropped (counted)
-    short_concurrency: int = Field(default=0, ge=0)  # groups running at once in the short lane; 0 = rl.prompts_per_step
-    long_concurrency: int = Field(default=2, ge=1)  # the long lane's budget
-    long_factor: float = Field(default=3.0, gt=1.0)  # long = this many times the median group duration
-    long_threshold_s: float | None = Field(default=None, gt=0.0)  # or an absolute threshold (seconds)
-    timeout_s: float = Field(default=600.0, gt=0.0)  # a group (generate + verify) cut after this long is counted failed
-
-
-class OverlongConfig(Component):
-    """rl.overlong: what a completion cut off by the token budget (rl.max_new_tokens) scores (verifiers/overlong.py).
-
-    gate: fails the format rule, reward 0, the verifier never runs (the default). score: verified as
-    is. soft_penalty: verified as is, plus DAPO's soft overlong punishment, linear from 0 at
-    `max_new_tokens - cache` tokens to -factor at the budget (args: {cache: N, factor: 1.0})."""
-
-    name: str = "gate"  # an `overlong` registry name: gate | score | soft_penalty
-    args: dict[str, Any] = {}
-
-
-class RLConfig(Section):
-    steps: int = Field(default=200, ge=0)
-    prompts_per_step: int = Field(default=16, ge=1)
-    group_size: int = Field(default=8, ge=1)
-    # lr 3e-5 (benchmarks/vs_trl.py: 3e-5..1e-4 lifts both TRL and us; >= 5e-4 collapses both), betas
-    # (0.9, 0.99), constant after 20 warm-up steps (Adam's first steps are sign-like and large). Was rl.lr, rl.warmup_steps.
-    optim: Annotated[OptimConfig, *_phase_optim("rl")]
-    # A `loss` registry name and its extra keyword arguments (e.g. {name: gspo, args: {clip_eps: 3e-4}}; was
-    # rl.loss + rl.loss_args). Clip ranges left unset here and in clip_eps/clip_eps_high take the loss's own defaults.
-    loss: Annotated[Component, *named("loss", "dapo")]
-    # An `advantage` registry name; its args go to the estimator after (rewards, mask).
-    advantage: Annotated[Component, *named("advantage", "group_norm", reserved=("rewards", "mask"))]
-    kl_coef: float = Field(default=0.0, ge=0.0)
-    kl_estimator: Annotated[Component, *named("kl", "k3", reserved=("logp", "ref_logp"))]  # k1 | k2 | k3
-    # None -> the loss's own default (dapo 0.2 / 0.28, grpo 0.2 / 0.2, gspo 3e-4 / 4e-4)
-    clip_eps: float | None = Field(default=None, gt=0.0)
-    clip_eps_high: float | None = Field(default=None, gt=0.0)
-    temperature: float = Field(default=1.0, ge=0.0)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    max_new_tokens: int = Field(default=24, ge=1)
-    # 0: no limit. N: training tasks whose chat-templated prompt is over N tokens are left out of
-    # RL when the splits are built (verl's filter_overlong_prompts), named in the run's progress and
-    # summary; the held-out split keeps them. One 2,591-token IFBench prompt made a SmolLM2 step 6x
-    # as long as the others (docs/benchmarks.md, "Real models").
-    max_prompt_tokens: int = Field(default=0, ge=0)
-    update_epochs: int = Field(default=1, ge=1)
-    minibatches: int = Field(default=1, ge=1)
-    # 0: a minibatch's forward and backward run at once. N: in micro-batches of about N tokens (a
-    # group's prompt counted once), gradients accumulated: the same update for the built-in losses,
-    # activation memory for N tokens instead of the minibatch's (train/update.py).
-    micro_tokens: int = Field(default=0, ge=0)
-    share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
-    prefix_layout: Literal["auto", "kv", "dense", "varlen"] = "auto"  # train/prefix_kv.py: kv ~ G*L, dense ~ its square; varlen: one pass (train/varlen.py)
-    dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)
-    # The behaviour policy's logprobs in the loss's ratio (issue 38): engine = the rollout engine's
-    # own (exact only for fp32 rollouts); recompute = the trainer's fp32 forward at the rollout weights
-    # (verl's old-log-prob recompute; fused into the update's forward when there is one minibatch and
-    # one epoch), which bf16 rollouts (engine.args.matmul_dtype: bfloat16 | auto) require.
-    old_logprobs: Literal["engine", "recompute"] = "engine"
-    max_grad_norm: float = Field(default=1.0, gt=0.0)
-    format_weight: float = Field(default=0.0, ge=0.0)  # extra reward weight of the format rule (gated anyway)
-    overlong: Annotated[OverlongConfig, Registered("overlong", reserved=("budget",))] = OverlongConfig()  # truncated completions: gate | score | soft_penalty
-    # The token-mean loss's denominator (train/loss_norm.py), for token-level losses (dapo, cispo):
-    # kept_tokens: the tokens of the groups kept after zero-variance filtering (the default);
-    # all_tokens: every scored sample's tokens, dropped groups included (TRL's GRPOTrainer);
-    # constant: samples x rl.max_new_tokens, dropped groups included (Dr. GRPO).
-    loss_norm: Literal["kept_tokens", "all_tokens", "constant"] = "kept_tokens"
-    eval_every: int = Field(default=0, ge=0)
-    checkpoint_every: int = Field(default=10, ge=0)
-    keep_checkpoints: int = Field(default=2, ge=1)
-    infra_error: InfraErrorConfig = InfraErrorConfig()
-    # Asynchronous RL (train/async_rl/, docs/async_rl.md): batch s is generated with weights version
-    # v(s) - K while the trainer runs ahead; 0 = the synchronous loop, unchanged.
-    max_staleness: int = Field(default=0, ge=0)
-    partial_rollouts: bool = False  # a sequence in flight continues under new weights (needs an engine that can)
-    offpolicy: Annotated[OffPolicyConfig, Registered("offpolicy")] = OffPolicyConfig()
-    # Staleness-aware step size (K >= 1; train/async_rl/source.py STALE_LR): "inverse" multiplies each
-    # update's lr by 1 / (1 + a), a = the mean age in versions of the tokens it trains on (staleness-aware
-    # async SGD), so a gradient from older weights takes a smaller step; "none" keeps rl.lr. Adam is
-    # invariant to the loss's scale, so it is the lr that must shrink, not the loss.
-    stale_lr: Literal["inverse", "none"] = "inverse"
-    # Zero-variance refill (DAPO dynamic sampling; train/batch_source.py, schedule/filtering.fill_batch):
-    # groups whose rewards are all equal carry no gradient; up to N more rounds of fresh prompts replace
-    # them until prompts_per_step groups carry signal (extra rollouts: refill/* in the metrics). 0 = off.
-    refill_rounds: int = Field(default=0, ge=0)
-    longtail: LongTailConfig = LongTailConfig()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_keys(cls, data: Any) -> Any:
-        return move_legacy_component_keys("rl", move_legacy_optim_keys("rl", data))
-
-    def loss_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for the loss: clip ranges that are set, then `loss.args` (wins)."""
-        clip = {k: v for k, v in (("clip_eps", self.clip_eps), ("clip_eps_high", self.clip_eps_high)) if v is not None}
-        return {**clip, "max_tokens": self.max_new_tokens, **self.loss.args}
 
 
 class EngineConfig(Component):

@@ -24,7 +24,7 @@ def departures(cfg: Any, has_file_tasks: bool = False) -> list[tuple[str, str, s
         if cfg.tasks.sft_frac > 0:
             out.append((f"tasks.sft_frac={cfg.tasks.sft_frac}", "that share of the tasks with an oracle answer is SFT's, "
                         "not RL's", "tasks.sft_frac=0"))
-    if rl.optim.warmup > 0:  # was rl.warmup_steps (still read: config_schema.LEGACY_OPTIM_KEYS)
+    if rl.optim.warmup > 0:  # was rl.warmup_steps (still read: config_optim.LEGACY_OPTIM_KEYS)
         out.append((f"rl.optim.warmup={rl.optim.warmup}", "the learning rate ramps up linearly over these steps",
                     "rl.optim.warmup=0"))
     if rl.optim.schedule != "constant":

@@ -46,7 +46,7 @@ class LongTailBatchSource(StepwiseSource):
     """Slow groups in their own lane; each step trains on what finished (module doc)."""
 
     def __init__(self, cfg: Any) -> None:
-        self.cfg = cfg  # an rl.longtail section (config_schema.LongTailConfig)
+        self.cfg = cfg  # an rl.longtail section (config_rl.LongTailConfig)
 
     def start(self, st: Any) -> None:
         c = self.cfg

@@ -27,7 +27,7 @@ COSINE_FLOOR = 0.1  # the cosine schedule ends at this fraction of optim.lr
 
 
 def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: OptimConfig) -> torch.optim.Optimizer:
-    """`cfg.name` is a Literal checked at load (config_schema.OptimConfig); adamw is the one there is.
+    """`cfg.name` is a Literal checked at load (config_optim.OptimConfig); adamw is the one there is.
     foreach=True: CPU defaults to a per-tensor loop; the foreach kernels give the same numbers."""
     return torch.optim.AdamW(list(params), lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps,
                              weight_decay=cfg.weight_decay, foreach=True)
