@@ -57,6 +57,8 @@ def _peek(argv: Sequence[str]) -> dict[str, str]:
                 if a.startswith(f"{sec}.{key}="):
                     found[f"{sec}.{key}"] = a.split("=", 1)[1]
     yaml_path = next((a for a in argv if a.endswith((".yaml", ".yml")) and Path(a).is_file()), None)
+    resumed = _resumed_config(argv)
+    yaml_path = yaml_path or (str(resumed) if resumed is not None and resumed.is_file() else None)
     if yaml_path:
         import yaml
 
@@ -70,6 +72,16 @@ def _peek(argv: Sequence[str]) -> dict[str, str]:
                 if isinstance(part, dict) and part.get(key) is not None:
                     found.setdefault(f"{sec}.{key}", str(part[key]))
     return found
+
+
+def _resumed_config(argv: Sequence[str]) -> Path | None:
+    """`--resume RUN` (or `--resume=RUN`): RUN/config.yaml, the run's own settings (its world size)."""
+    for i, a in enumerate(argv):
+        if a == "--resume" and i + 1 < len(argv):
+            return Path(argv[i + 1]) / "config.yaml"
+        if a.startswith("--resume="):
+            return Path(a.split("=", 1)[1]) / "config.yaml"
+    return None
 
 
 def _trainer_settings(argv: Sequence[str]) -> tuple[int, float]:
@@ -122,7 +134,12 @@ def launch_local(argv: Sequence[str], world: int, timeout_s: float, settings: Ma
 
 def run_ranks(cmd: Sequence[str], world_size: int, timeout_s: float = DEFAULT_TIMEOUT_S,
               env: dict[str, str] | None = None, poll_s: float = 0.2) -> int:
-    """Start `cmd` as ranks 0..N-1; return 0, or the failing rank's code after stopping the rest."""
+    """Start `cmd` as ranks 0..N-1; return 0, or the failing rank's code after stopping the rest.
+
+    The ranks get a process group of their own, so a terminal's Ctrl-C reaches this process only,
+    which hands it to rank 0 alone: rank 0 finishes its step and checkpoints with the other ranks
+    still alive (train/supervised_checkpoint.py, the RL loop's save), then exits 130 and the job
+    ends with 130. A second Ctrl-C is handed on too (rank 0 stops at once), and the ranks are stopped."""
     port = _free_port()
     procs = []
     for r in range(world_size):
@@ -130,27 +147,48 @@ def run_ranks(cmd: Sequence[str], world_size: int, timeout_s: float = DEFAULT_TI
              "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
              "POSTTRAIN_TIMEOUT_S": str(timeout_s)}
         e.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // world_size)))
-        procs.append(subprocess.Popen(list(cmd), env=e))
-    try:
-        while True:
-            codes = [p.poll() for p in procs]
-            bad = next((r for r, c in enumerate(codes) if c not in (None, 0)), None)
-            if bad is not None:
-                _stop(procs)
-                c = codes[bad]
-                how = f"was killed by signal {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
-                print(f"posttrain: error: rank {bad} of {world_size} {how}; stopped the other ranks",
-                      file=sys.stderr, flush=True)
-                return c if c > 0 else 1
-            if all(c == 0 for c in codes):
-                return 0
+        procs.append(subprocess.Popen(list(cmd), env=e, process_group=0))
+    interrupts = 0
+    while True:
+        try:
+            code = _job_status(procs, interrupted=interrupts > 0)
+            if code is not None:
+                return code
             time.sleep(poll_s)
-    except KeyboardInterrupt:
-        _stop(procs)
+        except KeyboardInterrupt:
+            interrupts += 1
+            if procs[0].poll() is None:
+                procs[0].send_signal(signal.SIGINT)
+            if interrupts > 1:
+                _stop(procs)
+                return 130
+
+
+def _job_status(procs: Sequence[subprocess.Popen], interrupted: bool) -> int | None:
+    """None while the job runs; 0 once every rank is done; else the failing rank's code, the rest
+    stopped and the rank named, except rank 0 leaving with 130 after a Ctrl-C (it said why)."""
+    codes = [p.poll() for p in procs]
+    bad = next((r for r, c in enumerate(codes) if c not in (None, 0)), None)
+    if bad is None:
+        return 0 if all(c == 0 for c in codes) else None
+    if interrupted and bad == 0 and codes[0] == 130:
+        _stop(procs[1:], wait_first_s=5.0)  # the followers are leaving: rank 0 stopped them on its way out
         return 130
+    _stop(procs)
+    c = codes[bad]
+    how = f"was killed by signal {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
+    print(f"posttrain: error: rank {bad} of {len(procs)} {how}; stopped the other ranks", file=sys.stderr, flush=True)
+    return c if c > 0 else 1
 
 
-def _stop(procs: Sequence[subprocess.Popen], grace_s: float = 5.0) -> None:
+def _stop(procs: Sequence[subprocess.Popen], grace_s: float = 5.0, wait_first_s: float = 0.0) -> None:
+    """SIGTERM, then SIGKILL after `grace_s`; `wait_first_s`: time to leave on their own first."""
+    deadline = time.monotonic() + wait_first_s
+    for p in procs:
+        try:
+            p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
