@@ -12,6 +12,9 @@ rank exits non-zero or is killed, the others are stopped and one line names it:
     posttrain: error: rank 1 of 2 was killed by signal SIGKILL; stopped the other ranks
 
 A rank that hangs is caught inside the job (group.py: heartbeats, collective timeouts).
+Ctrl-C reaches this process alone (the ranks run in their own process group) and is handed to
+rank 0, which checkpoints with the other ranks alive, then ends the job (exit 130). `--resume RUN`
+reads the launch settings from RUN/config.yaml (overrides still win).
 
 With `trainer.launcher=ray` the other ranks are Ray actors on the cluster instead
 (distributed/trainer_group.py) and this process is rank 0.
