@@ -14,7 +14,7 @@ rank exits non-zero or is killed, the others are stopped and one line names it:
 A rank that hangs is caught inside the job (group.py: heartbeats, collective timeouts).
 Ctrl-C reaches this process alone (the ranks run in their own process group) and is handed to
 rank 0, which checkpoints with the other ranks alive, then ends the job (exit 130). `--resume RUN`
-reads the launch settings from RUN/config.yaml (overrides still win).
+reads the launch settings from the run's config file (overrides still win).
 
 With `trainer.launcher=ray` the other ranks are Ray actors on the cluster instead
 (distributed/trainer_group.py) and this process is rank 0.
@@ -50,9 +50,10 @@ def _free_port() -> int:
 _PEEKED = {"trainer": ("world_size", "timeout_s", "launcher", "rank_cpus", "rank_gpus"), "cluster": ("address",)}
 
 
-def _peek(argv: Sequence[str]) -> dict[str, str]:
+def _peek(argv: Sequence[str], run_config: Path | None = None) -> dict[str, str]:
     """`section.key` -> value for the launch settings, from `section.key=` overrides, else from
-    the first YAML argument (not merged with a recipe's preset)."""
+    the first YAML argument, else from `run_config` (a resumed run's config file; not merged with
+    a recipe's preset)."""
     found: dict[str, str] = {}
     for a in argv:
         for sec, keys in _PEEKED.items():
@@ -60,8 +61,8 @@ def _peek(argv: Sequence[str]) -> dict[str, str]:
                 if a.startswith(f"{sec}.{key}="):
                     found[f"{sec}.{key}"] = a.split("=", 1)[1]
     yaml_path = next((a for a in argv if a.endswith((".yaml", ".yml")) and Path(a).is_file()), None)
-    resumed = _resumed_config(argv)
-    yaml_path = yaml_path or (str(resumed) if resumed is not None and resumed.is_file() else None)
+    if yaml_path is None and run_config is not None and run_config.is_file():  # `--resume RUN`: the run's own
+        yaml_path = str(run_config)
     if yaml_path:
         import yaml
 
@@ -77,19 +78,9 @@ def _peek(argv: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def _resumed_config(argv: Sequence[str]) -> Path | None:
-    """`--resume RUN` (or `--resume=RUN`): RUN/config.yaml, the run's own settings (its world size)."""
-    for i, a in enumerate(argv):
-        if a == "--resume" and i + 1 < len(argv):
-            return Path(argv[i + 1]) / "config.yaml"
-        if a.startswith("--resume="):
-            return Path(a.split("=", 1)[1]) / "config.yaml"
-    return None
-
-
-def _trainer_settings(argv: Sequence[str]) -> tuple[int, float]:
+def _trainer_settings(argv: Sequence[str], run_config: Path | None = None) -> tuple[int, float]:
     """(world_size, timeout_s) of the command line."""
-    found = _peek(argv)
+    found = _peek(argv, run_config)
     try:
         return int(found.get("trainer.world_size", 1)), float(found.get("trainer.timeout_s", DEFAULT_TIMEOUT_S))
     except ValueError:
@@ -99,18 +90,19 @@ def _trainer_settings(argv: Sequence[str]) -> tuple[int, float]:
 Launcher = Callable[[Sequence[str], int, float, Mapping[str, str]], Any]
 
 
-def maybe_spawn(argv: Sequence[str], launchers: Mapping[str, Launcher]) -> None:
+def maybe_spawn(argv: Sequence[str], launchers: Mapping[str, Launcher], run_config: Path | None = None) -> None:
     """Start this command's other ranks, if it asks for world_size N > 1, through the
     `trainer.launcher` it names, one of `launchers` (the CLI wires them: parallel/ knows no
     cluster): `local` (default, `launch_local`) re-runs it as N processes here and exits with
     the job's status; `ray` (distributed/trainer_group.py) starts ranks 1..N-1 as Ray actors
-    and returns with this process as rank 0."""
+    and returns with this process as rank 0. `run_config`: the config file of the run that
+    `--resume RUN` continues (the CLI finds it), read when the command line names no YAML."""
     if "WORLD_SIZE" in os.environ or "--help" in argv or not argv or argv[0] not in TRAINING_COMMANDS:
         return
-    n, timeout_s = _trainer_settings(argv)
+    n, timeout_s = _trainer_settings(argv, run_config)
     if n <= 1:
         return
-    found = _peek(argv)
+    found = _peek(argv, run_config)
     from posttrain.errors import ConfigError, PosttrainError
 
     try:
