@@ -63,6 +63,19 @@ def _one_line_notes() -> None:
     warnings.formatwarning = fmt
 
 
+def resumed_run_config(argv: list[str]) -> Any:
+    """`--resume RUN` (or `--resume=RUN`): RUN's config file, whose trainer.world_size the launcher
+    starts again; None without --resume."""
+    from posttrain.store.run import RunDir
+
+    for i, a in enumerate(argv):
+        if a == "--resume" and i + 1 < len(argv):
+            return RunDir(argv[i + 1]).config
+        if a.startswith("--resume="):
+            return RunDir(a.split("=", 1)[1]).config
+    return None
+
+
 def main() -> None:
     from posttrain.builtins import load_builtins
     from posttrain.parallel.launch import launch_local, maybe_spawn
@@ -73,7 +86,7 @@ def main() -> None:
         return launch_ray_group(*args)
 
     # trainer.world_size=N: this command re-run as N ranks (no torch import before this)
-    maybe_spawn(sys.argv[1:], {"local": launch_local, "ray": launch_ray})
+    maybe_spawn(sys.argv[1:], {"local": launch_local, "ray": launch_ray}, resumed_run_config(sys.argv[1:]))
     load_builtins()  # every extension point's built-ins, once
     _one_line_notes()
     try:

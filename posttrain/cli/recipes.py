@@ -26,9 +26,6 @@ def _launch(recipe: str, config: Optional[Path], overrides: List[str], out: Opti
 
         claim_run_dir(resume, resume=True)  # a run directory, before its config.yaml is read
         cfg = load_config(RunDir(resume).config, overrides or [], plugins=plugins)
-        if cfg.trainer.world_size > 1:
-            raise ConfigError(f"--resume {resume}: a sharded `posttrain {recipe}` run (trainer.world_size="
-                              f"{cfg.trainer.world_size}) keeps no checkpoints; rerun it with --overwrite")
         return launch(recipe, cfg, resume, f"posttrain {recipe}", resume=True, needs=needs)
     if config is None:
         raise ConfigError(f"posttrain {recipe} needs a CONFIG file (or --resume RUN)")

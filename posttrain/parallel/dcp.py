@@ -10,8 +10,10 @@ does not depend on the mesh: 2 ranks' shards load into 1 process or 4. The RL ch
 (train/sharded/trainer.py, `ShardedTrainer.save`) writes the DCP directory next to `checkpoints/step-N/`,
 then the usual atomic, manifested `step-N/` (HF weights gathered on rank 0, trainer state
 naming its DCP directory), so resume sees a step only once both are complete: no duplicated
-or missing steps. A checkpoint of a one-process run (a torch optimizer state) loads into a sharded
-trainer through `load_plain_optim` (1 -> 2).
+or missing steps; the supervised trainer (train/sharded/supervised.py) checkpoints the same way
+(both through train/sharded/checkpoint.py). A checkpoint of a one-process run (a torch optimizer
+state, and a supervised run's weights) loads into a sharded trainer through `load_plain_optim`
+and `load_plain_weights` (1 -> 2).
 
 Limits: DCP writes one file per rank per checkpoint; the HF copy in step-N/ is a full gather
 on rank 0 (no rank but 0 holds it).
@@ -69,6 +71,19 @@ def load_plain_optim(ctx: RankContext, p: dict) -> None:
                 "param_groups": [{**g, "params": [names[i] for i in g["params"]]} for g in plain["param_groups"]]}
     set_optimizer_state_dict(ctx.model, ctx.opt, full,
                              options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
+
+
+@handler("load_plain_weights")
+def load_plain_weights(ctx: RankContext, p: dict) -> None:
+    """Rank 0's one-process weights (ctx.extra["plain_weights"], full tensors by parameter name: a
+    supervised checkpoint's trainable weights) into every rank's shards (1 -> 2)."""
+    import torch.distributed as dist
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+    full = ctx.extra.pop("plain_weights") if dist.get_rank() == 0 else {}
+    # strict=False: parameters only (a tied head and the rotary buffers are not in it)
+    set_model_state_dict(ctx.model, full, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True,
+                                                                    strict=False))
 
 
 def load_into_plain(model: Any, opt: Any, path: str | Path, lrs: list[float] | None = None) -> None:

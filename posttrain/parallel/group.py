@@ -202,6 +202,11 @@ def follow_and_exit(rank: int, world: int, timeout_s: float) -> NoReturn:
     SIGABRT; seen about once in 4 runs of the sharded tests with 2 ranks on 2 cores). A Ray
     actor calls `follow` instead: its process belongs to Ray.
     """
+    import signal
+
+    # A follower ignores Ctrl-C (under torchrun the terminal's SIGINT reaches every rank): rank 0
+    # checkpoints after the step in flight with this rank's help, then stops it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     code = follow(rank, world, timeout_s)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -12,6 +12,9 @@ rank exits non-zero or is killed, the others are stopped and one line names it:
     posttrain: error: rank 1 of 2 was killed by signal SIGKILL; stopped the other ranks
 
 A rank that hangs is caught inside the job (group.py: heartbeats, collective timeouts).
+Ctrl-C reaches this process alone (the ranks run in their own process group) and is handed to
+rank 0, which checkpoints with the other ranks alive, then ends the job (exit 130). `--resume RUN`
+reads the launch settings from the run's config file (overrides still win).
 
 With `trainer.launcher=ray` the other ranks are Ray actors on the cluster instead
 (distributed/trainer_group.py) and this process is rank 0.
@@ -47,9 +50,10 @@ def _free_port() -> int:
 _PEEKED = {"trainer": ("world_size", "timeout_s", "launcher", "rank_cpus", "rank_gpus"), "cluster": ("address",)}
 
 
-def _peek(argv: Sequence[str]) -> dict[str, str]:
+def _peek(argv: Sequence[str], run_config: Path | None = None) -> dict[str, str]:
     """`section.key` -> value for the launch settings, from `section.key=` overrides, else from
-    the first YAML argument (not merged with a recipe's preset)."""
+    the first YAML argument, else from `run_config` (a resumed run's config file; not merged with
+    a recipe's preset)."""
     found: dict[str, str] = {}
     for a in argv:
         for sec, keys in _PEEKED.items():
@@ -57,6 +61,8 @@ def _peek(argv: Sequence[str]) -> dict[str, str]:
                 if a.startswith(f"{sec}.{key}="):
                     found[f"{sec}.{key}"] = a.split("=", 1)[1]
     yaml_path = next((a for a in argv if a.endswith((".yaml", ".yml")) and Path(a).is_file()), None)
+    if yaml_path is None and run_config is not None and run_config.is_file():  # `--resume RUN`: the run's own
+        yaml_path = str(run_config)
     if yaml_path:
         import yaml
 
@@ -72,9 +78,9 @@ def _peek(argv: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def _trainer_settings(argv: Sequence[str]) -> tuple[int, float]:
+def _trainer_settings(argv: Sequence[str], run_config: Path | None = None) -> tuple[int, float]:
     """(world_size, timeout_s) of the command line."""
-    found = _peek(argv)
+    found = _peek(argv, run_config)
     try:
         return int(found.get("trainer.world_size", 1)), float(found.get("trainer.timeout_s", DEFAULT_TIMEOUT_S))
     except ValueError:
@@ -84,18 +90,19 @@ def _trainer_settings(argv: Sequence[str]) -> tuple[int, float]:
 Launcher = Callable[[Sequence[str], int, float, Mapping[str, str]], Any]
 
 
-def maybe_spawn(argv: Sequence[str], launchers: Mapping[str, Launcher]) -> None:
+def maybe_spawn(argv: Sequence[str], launchers: Mapping[str, Launcher], run_config: Path | None = None) -> None:
     """Start this command's other ranks, if it asks for world_size N > 1, through the
     `trainer.launcher` it names, one of `launchers` (the CLI wires them: parallel/ knows no
     cluster): `local` (default, `launch_local`) re-runs it as N processes here and exits with
     the job's status; `ray` (distributed/trainer_group.py) starts ranks 1..N-1 as Ray actors
-    and returns with this process as rank 0."""
+    and returns with this process as rank 0. `run_config`: the config file of the run that
+    `--resume RUN` continues (the CLI finds it), read when the command line names no YAML."""
     if "WORLD_SIZE" in os.environ or "--help" in argv or not argv or argv[0] not in TRAINING_COMMANDS:
         return
-    n, timeout_s = _trainer_settings(argv)
+    n, timeout_s = _trainer_settings(argv, run_config)
     if n <= 1:
         return
-    found = _peek(argv)
+    found = _peek(argv, run_config)
     from posttrain.errors import ConfigError, PosttrainError
 
     try:
@@ -122,7 +129,12 @@ def launch_local(argv: Sequence[str], world: int, timeout_s: float, settings: Ma
 
 def run_ranks(cmd: Sequence[str], world_size: int, timeout_s: float = DEFAULT_TIMEOUT_S,
               env: dict[str, str] | None = None, poll_s: float = 0.2) -> int:
-    """Start `cmd` as ranks 0..N-1; return 0, or the failing rank's code after stopping the rest."""
+    """Start `cmd` as ranks 0..N-1; return 0, or the failing rank's code after stopping the rest.
+
+    The ranks get a process group of their own, so a terminal's Ctrl-C reaches this process only,
+    which hands it to rank 0 alone: rank 0 finishes its step and checkpoints with the other ranks
+    still alive (train/supervised_checkpoint.py, the RL loop's save), then exits 130 and the job
+    ends with 130. A second Ctrl-C is handed on too (rank 0 stops at once), and the ranks are stopped."""
     port = _free_port()
     procs = []
     for r in range(world_size):
@@ -130,27 +142,48 @@ def run_ranks(cmd: Sequence[str], world_size: int, timeout_s: float = DEFAULT_TI
              "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
              "POSTTRAIN_TIMEOUT_S": str(timeout_s)}
         e.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // world_size)))
-        procs.append(subprocess.Popen(list(cmd), env=e))
-    try:
-        while True:
-            codes = [p.poll() for p in procs]
-            bad = next((r for r, c in enumerate(codes) if c not in (None, 0)), None)
-            if bad is not None:
-                _stop(procs)
-                c = codes[bad]
-                how = f"was killed by signal {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
-                print(f"posttrain: error: rank {bad} of {world_size} {how}; stopped the other ranks",
-                      file=sys.stderr, flush=True)
-                return c if c > 0 else 1
-            if all(c == 0 for c in codes):
-                return 0
+        procs.append(subprocess.Popen(list(cmd), env=e, process_group=0))
+    interrupts = 0
+    while True:
+        try:
+            code = _job_status(procs, interrupted=interrupts > 0)
+            if code is not None:
+                return code
             time.sleep(poll_s)
-    except KeyboardInterrupt:
-        _stop(procs)
+        except KeyboardInterrupt:
+            interrupts += 1
+            if procs[0].poll() is None:
+                procs[0].send_signal(signal.SIGINT)
+            if interrupts > 1:
+                _stop(procs)
+                return 130
+
+
+def _job_status(procs: Sequence[subprocess.Popen], interrupted: bool) -> int | None:
+    """None while the job runs; 0 once every rank is done; else the failing rank's code, the rest
+    stopped and the rank named, except rank 0 leaving with 130 after a Ctrl-C (it said why)."""
+    codes = [p.poll() for p in procs]
+    bad = next((r for r, c in enumerate(codes) if c not in (None, 0)), None)
+    if bad is None:
+        return 0 if all(c == 0 for c in codes) else None
+    if interrupted and bad == 0 and codes[0] == 130:
+        _stop(procs[1:], wait_first_s=5.0)  # the followers are leaving: rank 0 stopped them on its way out
         return 130
+    _stop(procs)
+    c = codes[bad]
+    how = f"was killed by signal {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
+    print(f"posttrain: error: rank {bad} of {len(procs)} {how}; stopped the other ranks", file=sys.stderr, flush=True)
+    return c if c > 0 else 1
 
 
-def _stop(procs: Sequence[subprocess.Popen], grace_s: float = 5.0) -> None:
+def _stop(procs: Sequence[subprocess.Popen], grace_s: float = 5.0, wait_first_s: float = 0.0) -> None:
+    """SIGTERM, then SIGKILL after `grace_s`; `wait_first_s`: time to leave on their own first."""
+    deadline = time.monotonic() + wait_first_s
+    for p in procs:
+        try:
+            p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)

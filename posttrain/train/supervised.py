@@ -25,7 +25,9 @@ the loop saves every `checkpoints.every` steps, at the end, and after the step i
 (then raises KeyboardInterrupt); `resume=True` continues from the newest intact checkpoint with the
 same batches, weights, optimizer and schedule, so the result equals an uninterrupted run's.
 
-Limits: the sharded trainer keeps no checkpoints (`posttrain sft|dpo --resume` refuses sharded runs).
+The sharded trainer checkpoints too (its weights and optimizer as DCP shards, train/sharded/checkpoint.py),
+and a checkpoint resumes at any world size: N ranks' shards load into one process here (2 -> 1),
+a one-process checkpoint into the shards (1 -> 2).
 """
 
 from __future__ import annotations
@@ -147,10 +149,17 @@ class LocalSupervisedTrainer:
         save_checkpoint(run_dir, step, export_model(self.model), tok, state, keep=keep)
 
     def restore(self, ckpt: Any, ts: dict) -> None:
+        from pathlib import Path
+
         from posttrain.train.supervised_checkpoint import load_trainable_state
 
-        load_trainable_state(self.model, ts["weights"])
-        self.opt.load_state_dict(ts["optimizer"])
+        if "dcp" in ts:  # written by N ranks (train/sharded/checkpoint.py), resumed by one
+            from posttrain.parallel.dcp import load_into_plain
+
+            load_into_plain(self.model, self.opt, Path(ckpt).parent / ts["dcp"], ts["lr_scheduler"].get("_last_lr"))
+        else:
+            load_trainable_state(self.model, ts["weights"])
+            self.opt.load_state_dict(ts["optimizer"])
         self.sched.load_state_dict(ts["lr_scheduler"])
 
 

@@ -14,8 +14,13 @@ an interrupt and at the end) and after the last finished step when Ctrl-C arrive
 a step is held until the step (and its metrics row) is done, so the checkpoint is always of a
 whole step; a second Ctrl-C interrupts at once, unsaved.
 
-Limits: the sharded trainer (WORLD_SIZE > 1) keeps no supervised checkpoints; `--resume` of a
-sharded sft/dpo run is refused up front (cli/recipes.py).
+At world size N (trainer.world_size=N) the trainer writes its weights and optimizer as DCP shards
+beside step-N/ (train/sharded/checkpoint.py); the rest is the same and lives on rank 0, which runs
+this loop. The launcher (parallel/launch.py) hands a Ctrl-C to rank 0 alone, so the other ranks
+stay alive for the checkpoint's collectives; they stop when rank 0 exits.
+
+Limits: only rank 0's RNGs are saved: a model with dropout would draw other masks on the other
+ranks after a resume (the tiny and SmolLM2 models have none).
 """
 
 from __future__ import annotations

@@ -67,9 +67,38 @@ def test_resume_of_a_directory_that_is_not_a_run_is_one_line(tmp_path):
     assert r.stderr.strip() == f"posttrain: error: --resume {tmp_path}: not a run directory (no config.yaml)"
 
 
-def test_resume_of_a_sharded_run_is_refused_in_one_line(tmp_path):
-    (tmp_path / "config.yaml").write_text("name: sharded\ntrainer:\n  world_size: 2\n")
-    r = subprocess.run(CLI + ["dpo", "--resume", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 2
-    assert r.stderr.strip() == (f"posttrain: error: --resume {tmp_path}: a sharded `posttrain dpo` run "
-                                f"(trainer.world_size=2) keeps no checkpoints; rerun it with --overwrite")
+SHARDED_STEPS = 12  # a 2-rank step is ~0.2 s here: the interrupt after two logged steps lands mid-run
+
+
+def test_interrupted_two_rank_sft_resumes_on_two_ranks_to_every_step_once_and_the_uninterrupted_weights(tmp_path):
+    """Ctrl-C reaches rank 0 alone (the launcher hands it on), which checkpoints (DCP shards beside
+    step-N/) with rank 1 alive; `--resume` reads trainer.world_size=2 from the run's config.yaml."""
+    cfg_file, over = sft_case(tmp_path)
+    over = [o for o in over if not o.startswith("sft.steps")]
+    over += [f"sft.steps={SHARDED_STEPS}", "sft.checkpoint_every=100", "trainer.world_size=2"]
+    out, whole = tmp_path / "run", tmp_path / "whole"
+    # the uninterrupted run alongside (2 cores: the suite's time, not the test's subject)
+    ref = subprocess.Popen(CLI + ["sft", str(cfg_file), *over, "--out", str(whole)], cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(CLI + ["sft", str(cfg_file), *over, "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600  # a hang guard, not a speed check
+    while time.time() < deadline and not ((out / "metrics.jsonl").is_file() and len(_steps(out)) >= 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 130, err[-2000:]
+    assert f"resume with: posttrain sft --resume {out}" in err and "error" not in err  # no rank failed
+    done = _steps(out)
+    assert 2 <= len(done) < SHARDED_STEPS and done == list(range(len(done)))
+    assert (out / "checkpoints" / f"dcp-step-{done[-1]}" / ".metadata").is_file()
+
+    r = subprocess.run(CLI + ["sft", "--resume", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert _steps(out) == list(range(SHARDED_STEPS))
+    assert json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])["shard/sent_bytes"] > 0  # on 2 ranks
+    assert ref.wait(timeout=600) == 0, ref.stderr.read()[-2000:]
+    resumed, uninterrupted = _weights(out), _weights(whole)
+    assert resumed.keys() == uninterrupted.keys()
+    for k, v in uninterrupted.items():  # the sharded tests' tolerance (float summation order)
+        torch.testing.assert_close(resumed[k], v, rtol=0, atol=1e-4, msg=k)

@@ -8,6 +8,7 @@ communication.
     supervised.py  the supervised `SupervisedTrainer` over the ranks (the one loop is train/supervised.py)
     loops.py       SFT and DPO on a session the caller started (that loop with that trainer)
     trainer.py     the RL `Trainer` over the ranks: start, update at rank 0's lr, weight sync, checkpoints
+    checkpoint.py  both trainers' checkpoints: DCP shards beside step-N/, resumable at any world size
     sync.py        full weights to an engine in bounded buckets, verified on arrival
 
 Only rank 0 imports this package's users (recipes, train/trainer.py); followers import session.py (which

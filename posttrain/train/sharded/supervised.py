@@ -3,6 +3,8 @@ the one-process trainer).
 
     trainer = ShardedSupervisedTrainer.start(model, cfg.trainer, cfg.sft.optim, cfg.sft.steps, pad_id)
     row = trainer.step(objective, batch, step)    # steps.supervised_step on every rank, at the schedule's lr
+    trainer.save(run_dir, step, tok, state, keep) # DCP shards + the usual manifested step-N/ (checkpoint.py)
+    trainer.restore(ckpt, ts)                     # any world size: DCP shards, or a one-process checkpoint
     trainer = supervised_trainer(model, cfg.trainer, cfg.sft.optim, cfg.sft.steps, pad_id)  # this, or local
 
 Rank 0 holds no optimizer, only the LR schedule (optim.LRSchedule, the same numbers as the
@@ -65,12 +67,19 @@ class ShardedSupervisedTrainer:
     def close(self) -> None:
         self.sh.close()
 
-    # No supervised checkpoints over N ranks yet (the optimizer lives on the ranks): the loop never
-    # calls save/restore, and `posttrain sft|dpo --resume` refuses a sharded run (cli/recipes.py).
-    checkpoints = False
+    checkpoints = True
 
     def save(self, run_dir: Any, step: int, tok: Any, state: dict, keep: int) -> None:
-        raise NotImplementedError("sharded supervised runs keep no checkpoints")
+        """The weights and AdamW state as the ranks' DCP shards beside step-N/, which holds the gathered
+        HF model and `state` with the LR schedule (checkpoint.py)."""
+        from posttrain.train.sharded.checkpoint import save_sharded
+
+        save_sharded(self.sh, run_dir, step, tok, {**state, "lr_scheduler": self.sched.state_dict()}, keep)
 
     def restore(self, ckpt: Any, ts: dict) -> None:
-        raise NotImplementedError("sharded supervised runs do not resume")
+        """A checkpoint of any world size: DCP shards (N ranks), or a one-process run's weights and
+        optimizer (1 -> N); then the LR schedule (LambdaLR's state reads the same)."""
+        from posttrain.train.sharded.checkpoint import load_sharded
+
+        load_sharded(self.sh, ckpt, ts, weights=True)
+        self.sched.load_state_dict(ts["lr_scheduler"])

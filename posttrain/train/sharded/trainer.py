@@ -13,13 +13,11 @@ keeps its own full copy, as at world size 1.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import torch
 
-from posttrain.store.run import RunDir
 from posttrain.train.optim import LRSchedule
 from posttrain.train.sharded.session import ShardedSession
 from posttrain.types import Trajectory
@@ -65,31 +63,21 @@ class ShardedTrainer:
         return self.sh.driver.call("full_state", None)
 
     def save(self, run_dir: Path, step: int, tok: Any, state: dict, keep: int) -> None:
-        """The optimizer goes to DCP shards instead of trainer_state.pt; the KL reference is gathered,
-        so that any world size can resume with it."""
-        from posttrain.train.checkpoint import list_checkpoints, save_checkpoint
+        """The optimizer goes to DCP shards instead of trainer_state.pt (checkpoint.py); the KL
+        reference is gathered, so that any world size can resume with it."""
+        from posttrain.train.sharded.checkpoint import save_sharded
 
-        run = RunDir(run_dir)
-        run.checkpoints.mkdir(parents=True, exist_ok=True)
-        shards = run.dcp_checkpoint(step)
-        shutil.rmtree(shards, ignore_errors=True)
-        self.sh.driver.call("dcp_save", {"path": str(shards)})
-        # "dcp": the shards' name beside the checkpoint (restore joins it to the checkpoint's parent)
-        state = {**state, "lr_scheduler": self.sched.state_dict(), "dcp": shards.name, "world_size": self.sh.driver.world}
+        state = {**state, "lr_scheduler": self.sched.state_dict()}
         if self.cfg.rl.kl_coef > 0:
             state["ref_model"] = self.sh.driver.call("ref_state", None)
-        save_checkpoint(run_dir, step, self.sh.export_model(), tok, state, keep=keep)
-        kept = {run.dcp_checkpoint(s) for s in list_checkpoints(run_dir)}
-        for old in run.dcp_checkpoints():
-            if old not in kept:
-                shutil.rmtree(old, ignore_errors=True)
+        save_sharded(self.sh, run_dir, step, tok, state, keep)
 
     def restore(self, ckpt: Path, ts: dict) -> None:
-        if "dcp" in ts:
-            self.sh.driver.call("dcp_load", {"path": str(Path(ckpt).parent / ts["dcp"])})
-        else:  # a one-process checkpoint (1 -> N): the weights came in through load_policy at start
-            self.sh.ctx.extra["plain_optim"] = ts["optimizer"]
-            self.sh.driver.call("load_plain_optim", None)
+        """DCP at any world size, or a one-process optimizer (1 -> N: the weights came in through
+        load_policy at start)."""
+        from posttrain.train.sharded.checkpoint import load_sharded
+
+        load_sharded(self.sh, ckpt, ts, weights=False)
         self.sched.load_state_dict(ts["lr_scheduler"])
 
     def export_model(self) -> Any:

@@ -46,6 +46,17 @@ def test_launcher_reads_world_size_and_timeout_from_overrides_then_yaml(tmp_path
     assert _trainer_settings(["rl", "rl.steps=3"]) == (1, 300.0)
 
 
+def test_launcher_reads_a_resumed_runs_world_size_from_its_config_unless_overridden(tmp_path):
+    from posttrain.cli.main import resumed_run_config
+    from posttrain.store.run import RunDir
+
+    RunDir(tmp_path).config.write_text("trainer: {world_size: 2, timeout_s: 42}\n")
+    for argv in (["sft", "--resume", str(tmp_path)], ["dpo", f"--resume={tmp_path}"]):
+        assert _trainer_settings(argv, resumed_run_config(argv)) == (2, 42.0)
+    argv = ["sft", "--resume", str(tmp_path), "trainer.world_size=1"]
+    assert _trainer_settings(argv, resumed_run_config(argv)) == (1, 42.0)
+
+
 def test_an_unknown_launcher_is_named_with_the_known_ones():
     with pytest.raises(ConfigError, match=r"'trainer.launcher' .*: Input should be 'local' or 'ray'"):
         check_sharded(load_config(None, ["trainer.world_size=2", "trainer.launcher=slurm"]))
