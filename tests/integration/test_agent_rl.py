@@ -1,9 +1,8 @@
 """`posttrain rl` on a mixed batch (single-turn arithmetic + multi-step `tools` episodes)."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """
@@ -24,8 +23,8 @@ def test_rl_cli_trains_on_agent_episodes(tmp_path):
     cfg = tmp_path / "agent.yaml"
     cfg.write_text(CONFIG)
     out = tmp_path / "run"
-    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "rl", str(cfg), "--out", str(out)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=110)
+    r = run_cli(["rl", str(cfg), "--out", str(out)], cwd=ROOT,
+                       timeout=110)
     assert r.returncode == 0, r.stderr[-2000:]
     from posttrain.store.trajectories import TrajectoryStore
 

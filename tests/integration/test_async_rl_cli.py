@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
@@ -75,8 +76,7 @@ def test_async_run_resumes_losslessly_after_sigint_and_then_sigkill(tmp_path):
     assert 3 <= after_int < STEPS
     run_until(["rl", *ARGS[:1], "--resume", str(out)], out, after_int + 6, signal.SIGKILL)  # past a periodic checkpoint
     assert len(metric_steps(out)) < STEPS
-    r = subprocess.run(CLI + ["rl", *ARGS[:1], "--resume", str(out)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=300)
+    r = run_cli(["rl", *ARGS[:1], "--resume", str(out)], cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert metric_steps(out) == list(range(STEPS))
     db = sqlite3.connect(out / "trajectories.sqlite")

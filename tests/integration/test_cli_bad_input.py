@@ -1,10 +1,10 @@
 """The real CLI refuses bad input with one line on stderr, before any model work or file write."""
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
@@ -39,7 +39,7 @@ CASES = [
 @pytest.mark.parametrize("argv, named", CASES, ids=[" ".join(c[0][2:]) or c[0][0] for c in CASES])
 def test_bad_input_is_one_line_naming_it_and_writes_nothing(tmp_path, argv, named):
     out = tmp_path / "run"
-    r = subprocess.run(CLI + argv + ["--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    r = run_cli(argv + ["--out", str(out)], cwd=ROOT, timeout=60)
     assert r.returncode == 2, r.stderr[-1500:]
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr and named in lines[0], r.stderr[-1500:]
@@ -54,9 +54,9 @@ def test_a_fixed_order_naming_a_task_outside_the_split_is_one_line_and_writes_no
     order = tmp_path / "order.txt"
     order.write_text(f"{ids[0]} {ids[1]}\n{ids[2]} not-a-task\n")
     out = tmp_path / "run"
-    r = subprocess.run(CLI + ["rl", "examples/tiny_rl.yaml", "rl.prompts_per_step=2", "rl.steps=2", "sft.steps=0",
+    r = run_cli(["rl", "examples/tiny_rl.yaml", "rl.prompts_per_step=2", "rl.steps=2", "sft.steps=0",
                               "schedule.name=fixed_order", f"schedule.args.order_file={order}", "--out", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+                       cwd=ROOT, timeout=60)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "step 1 names task 'not-a-task'" in lines[0], r.stderr[-1500:]
     assert not out.exists()
@@ -67,8 +67,7 @@ def test_non_empty_out_is_refused_and_left_untouched(tmp_path):
     out.mkdir()
     (out / "config.yaml").write_text("name: earlier\n")
     (out / "summary.json").write_text("{}")
-    r = subprocess.run(CLI + ["rl", "examples/tiny_rl.yaml", "--out", str(out)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=60)
+    r = run_cli(["rl", "examples/tiny_rl.yaml", "--out", str(out)], cwd=ROOT, timeout=60)
     assert r.returncode == 2 and "is not empty" in r.stderr and "--resume" in r.stderr and "--overwrite" in r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "summary.json"]
     assert (out / "config.yaml").read_text() == "name: earlier\n"
@@ -84,7 +83,7 @@ def test_non_empty_out_of_a_command_without_resume_suggests_only_overwrite(tmp_p
     out = tmp_path / "run"
     out.mkdir()
     (out / "config.yaml").write_text("name: earlier\n")
-    r = subprocess.run(CLI + argv + ["--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    r = run_cli(argv + ["--out", str(out)], cwd=ROOT, timeout=60)
     assert r.returncode == 2 and "is not empty" in r.stderr and "--overwrite" in r.stderr, r.stderr[-1500:]
     assert "--resume" not in r.stderr
 
@@ -93,8 +92,8 @@ def test_overwrite_refuses_a_directory_that_is_not_a_run(tmp_path):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "thesis.tex").write_text("precious")
-    r = subprocess.run(CLI + ["rl", "examples/tiny_rl.yaml", "--out", str(out), "--overwrite"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
+    r = run_cli(["rl", "examples/tiny_rl.yaml", "--out", str(out), "--overwrite"], cwd=ROOT,
+                       timeout=60)
     assert r.returncode == 2 and "not a run directory" in r.stderr
     assert (out / "thesis.tex").read_text() == "precious"
 
@@ -106,7 +105,7 @@ def test_unsupported_model_engine_pair_is_refused_before_any_model_work(tmp_path
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"model_type": "mixtral"}))
     out = tmp_path / "run"
-    r = subprocess.run(CLI + ["rl", "examples/tiny_rl.yaml", f"model.path={model}", "engine.name=fast", "--out", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    r = run_cli(["rl", "examples/tiny_rl.yaml", f"model.path={model}", "engine.name=fast", "--out", str(out)],
+                       cwd=ROOT, timeout=60)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "mixtral" in r.stderr, r.stderr[-800:]
     assert not out.exists()

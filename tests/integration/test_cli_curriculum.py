@@ -5,12 +5,11 @@ and the untrained model's zero pass rate moves the level down one step at a time
 
 import json
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 # start at the top level; 2 groups x 4 samples = 8 rewards a step, a decision after every step
@@ -22,8 +21,8 @@ ARGS = ["tasks.domains={arithmetic: {n_train: 30, n_eval: 4}}", "sft.steps=0", "
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("curriculum") / "run"
-    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "rl", "examples/tiny_rl.yaml", "--out", str(out), *ARGS],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = run_cli(["rl", "examples/tiny_rl.yaml", "--out", str(out), *ARGS],
+                       cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return out
 
@@ -69,7 +68,6 @@ def test_the_run_report_draws_the_levels(run):
 
 
 def test_replay_finds_the_task_of_every_stored_trajectory_at_every_level(run):
-    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "replay", str(run)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=300)
+    r = run_cli(["replay", str(run)], cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "32 trajectories re-verified, 0 changed" in r.stdout  # 4 steps x 2 groups x 4 samples, none unfound

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from posttrain.testing import cli_fork
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
@@ -40,7 +41,7 @@ def teacher(tmp_path_factory):
 
 
 def run_cli(*args, timeout=240):
-    return subprocess.run(CLI + list(args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return cli_fork.run_cli(list(args), cwd=ROOT, timeout=timeout)
 
 
 def metric_rows(run_dir):

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from posttrain.testing.cli_fork import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
 
@@ -49,7 +51,7 @@ WORKING = "ok = traj.completion_text.strip() == self.answer\n        return Veri
 
 
 def posttrain(*args, cwd=ROOT, env=None, timeout=240) -> subprocess.CompletedProcess:
-    return subprocess.run(CLI + [str(a) for a in args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    return run_cli([str(a) for a in args], cwd=cwd, timeout=timeout,
                           env={**os.environ, **(env or {})})
 
 

@@ -1,7 +1,8 @@
 """`--plugin FILE` on every command that builds tasks or verifiers, through the real CLI.
 
-Each command runs in its own interpreter: the registries are process-wide, so an in-process
-run would find the plugin's names registered by an earlier test and prove nothing."""
+Each command runs in its own process, forked from a server that loaded the built-ins and nothing
+else (posttrain/testing/cli_fork.py): the registries are process-wide, so an in-process run would
+find the plugin's names registered by an earlier test and prove nothing."""
 
 import json
 import subprocess
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
@@ -52,7 +55,7 @@ def plugin(tmp_path: Path) -> Path:
 
 
 def posttrain(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(CLI + [str(a) for a in args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return run_cli([str(a) for a in args], cwd=ROOT, timeout=300)
 
 
 def _generated(tmp_path: Path, plugin: Path) -> Path:

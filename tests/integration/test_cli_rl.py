@@ -1,7 +1,6 @@
 """The real `posttrain rl` CLI on the tiny model: run directory contents, resume, bad input."""
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -10,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from posttrain.testing import cli_fork
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
@@ -20,7 +20,7 @@ SMALL = ["tasks.domains.arithmetic.n_train=60", "tasks.domains.code.n_train=60",
 def run_cli(*args, timeout=600):
     # `timeout` guards against a hang only (no test here asserts on speed): a run that takes 60 s on a
     # quiet machine took over 120 s at load average 15, and failed a deadline that measured nothing.
-    return subprocess.run(CLI + list(args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return cli_fork.run_cli(list(args), cwd=ROOT, timeout=timeout)
 
 
 def metric_steps(run_dir):

@@ -5,9 +5,9 @@ order drive a real run (issue 38)."""
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
@@ -45,8 +45,8 @@ def departure_block(stdout):
 
 def run(tmp_path, name, *overrides):
     out = tmp_path / name
-    r = subprocess.run(CLI + ["rl", "examples/tiny_rl.yaml", *SMALL, f"tasks.files=[{tmp_path / 'train.jsonl'}]",
-                              *overrides, "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    r = run_cli(["rl", "examples/tiny_rl.yaml", *SMALL, f"tasks.files=[{tmp_path / 'train.jsonl'}]",
+                              *overrides, "--out", str(out)], cwd=ROOT, timeout=300,
                        env={**os.environ, "COLUMNS": "250"})  # one line per setting: rich wraps at the width
     assert r.returncode == 0, r.stderr[-2000:]
     return out, r.stdout

@@ -11,6 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.unit.train.sharded.sft_case import sft_case
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
@@ -47,13 +48,12 @@ def test_interrupted_sft_resumes_to_every_step_once_and_the_uninterrupted_weight
     assert 2 <= len(done) < STEPS and done == list(range(len(done)))
     assert not (out / "model").exists()  # the interrupted segment saved a checkpoint, not a model
 
-    r = subprocess.run(CLI + ["sft", "--resume", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    r = run_cli(["sft", "--resume", str(out)], cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert _steps(out) == list(range(STEPS))
 
     whole = tmp_path / "whole"
-    r = subprocess.run(CLI + ["sft", str(cfg_file), *over, "--out", str(whole)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=600)
+    r = run_cli(["sft", str(cfg_file), *over, "--out", str(whole)], cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     resumed, uninterrupted = _weights(out), _weights(whole)
     assert resumed.keys() == uninterrupted.keys()
@@ -62,7 +62,7 @@ def test_interrupted_sft_resumes_to_every_step_once_and_the_uninterrupted_weight
 
 
 def test_resume_of_a_directory_that_is_not_a_run_is_one_line(tmp_path):
-    r = subprocess.run(CLI + ["sft", "--resume", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = run_cli(["sft", "--resume", str(tmp_path)], cwd=ROOT, timeout=300)
     assert r.returncode == 2
     assert r.stderr.strip() == f"posttrain: error: --resume {tmp_path}: not a run directory (no config.yaml)"
 
@@ -93,7 +93,7 @@ def test_interrupted_two_rank_sft_resumes_on_two_ranks_to_every_step_once_and_th
     assert 2 <= len(done) < SHARDED_STEPS and done == list(range(len(done)))
     assert (out / "checkpoints" / f"dcp-step-{done[-1]}" / ".metadata").is_file()
 
-    r = subprocess.run(CLI + ["sft", "--resume", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    r = run_cli(["sft", "--resume", str(out)], cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert _steps(out) == list(range(SHARDED_STEPS))
     assert json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])["shard/sent_bytes"] > 0  # on 2 ranks

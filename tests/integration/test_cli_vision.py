@@ -3,9 +3,8 @@ pretrained first, the summary holds the RL gain, both controls and the per-quest
 and the printed table says the same."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = [f"tasks.domains.{d}.{k}={v}" for d in ("chart", "ui", "drawing") for k, v in (("n_train", 40), ("n_eval", 12))]
@@ -14,9 +13,9 @@ SMALL += ["model.vision.pretrain.steps=3", "model.vision.pretrain.batch_size=8",
 
 def test_vision_quickstart_cli_writes_summary_controls_and_question_breakdown(tmp_path):
     out = tmp_path / "vq"
-    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "quickstart", "--vision", "--config",
+    r = run_cli(["quickstart", "--vision", "--config",
                         "examples/vision.yaml", "--out", str(out), *SMALL],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+                       cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads((out / "summary.json").read_text())
     assert set(s["rl_gain"]["domains"]) == {"chart", "ui", "drawing"}

@@ -4,11 +4,11 @@ The full-size runs (which must show a held-out gain) are in docs/benchmarks.md (
 here each one only has to run through the real CLI and write its results."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
@@ -28,8 +28,8 @@ def test_every_example_is_run_by_an_integration_test():
 def agent_run(tmp_path_factory):
     """One reduced agent quickstart through the real CLI, read by the tests below (each checks one property)."""
     out = tmp_path_factory.mktemp("agent-quickstart") / "agent"
-    r = subprocess.run(CLI + ["quickstart", "--agent", "--out", str(out), *AGENT_SMALL], cwd=ROOT,
-                       capture_output=True, text=True, timeout=600)
+    r = run_cli(["quickstart", "--agent", "--out", str(out), *AGENT_SMALL], cwd=ROOT,
+                       timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     return out, r
 
@@ -57,10 +57,10 @@ def test_agent_quickstart_measured_warm_ups_check_their_levels_and_print_them(tm
     """The copy-skill SFT and the habit SFT each stop on a level measured on training-pool tasks."""
     out = tmp_path / "agent"
     small = [a for a in AGENT_SMALL if not a.startswith(("agent.recipe.stop_at", "agent.recipe.habits", "sft.steps"))]
-    r = subprocess.run(CLI + ["quickstart", "--agent", "--out", str(out), *small, "sft.steps=4",
+    r = run_cli(["quickstart", "--agent", "--out", str(out), *small, "sft.steps=4",
                               "agent.recipe.stop_at=0.99", "agent.recipe.check_every=2", "agent.recipe.val_tasks=2",
                               "agent.recipe.habits=[0.9,0.3,0.3]", "agent.recipe.habit_steps=2"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+                       cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "SFT step 2: validation completion" in r.stdout and "SFT step 4: validation completion" in r.stdout
     assert "habit step 2: validation calculator called in" in r.stdout

@@ -4,19 +4,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pytest
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args, timeout=1200):
-    return subprocess.run([sys.executable, "-m", "posttrain.cli.main", "models", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_cli(["models", *args], cwd=ROOT,
+                          timeout=timeout)
 
 
 def _installed(*dists):

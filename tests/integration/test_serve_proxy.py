@@ -13,6 +13,7 @@ from posttrain.rollout.agent.loop import AgentOptions
 from posttrain.rollout.engine import SamplingParams
 from posttrain.rollout.agent.external import ExternalAgent, ExternalRunner, rollout_external
 from posttrain.serve.proxy_host import ServedProxy
+from posttrain.testing.cli_fork import run_cli
 from tests.unit.serve.conftest import (ANSWER, CALL, SHELL_CALL, calc_task, memorised,  # noqa: F401
                                       SH_PROMPTS, memorised_terminal, sh_task)
 
@@ -224,9 +225,8 @@ def test_the_react_rl_example_trains_through_the_proxy_cli(tmp_path):
     small = ["sft.steps=2", "agent.recipe.stop_at=null", "agent.recipe.habits=null", "agent.recipe.n_train=8",
              "agent.recipe.n_eval=2", "agent.recipe.val_tasks=2", "agent.recipe.step_samples=1",
              "agent.recipe.rl_minutes=5", "rl.steps=1", "rl.prompts_per_step=1", "rl.group_size=2", "threads=1"]
-    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "quickstart", "--agent", "--config",
-                        "examples/agents/react_rl.yaml", "--out", str(out), *small], cwd=ROOT, capture_output=True,
-                       text=True, timeout=300)
+    r = run_cli(["quickstart", "--agent", "--config",
+                        "examples/agents/react_rl.yaml", "--out", str(out), *small], cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads((out / "agent_summary.json").read_text())["rl_steps"] == 1
     import sqlite3

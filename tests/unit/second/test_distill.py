@@ -18,6 +18,7 @@ from posttrain.rollout.engine import SamplingParams
 from posttrain.rollout.single_turn import rollout_single_turn
 from posttrain.train.batching import token_logprobs
 from posttrain.train.distill import distill_advantages, train_distill
+from posttrain.testing.cli_fork import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +115,6 @@ def test_posttrain_rl_refuses_a_distill_loss_in_one_line(tmp_path):
 
     cfg = tmp_path / "d.yaml"
     cfg.write_text("name: d\nrl: {loss: distill}\nmodels: {teacher: {path: tiny}}\n")
-    r = subprocess.run([sys.executable, "-m", "posttrain", "rl", str(cfg), "--out", str(tmp_path / "run")],
-                       capture_output=True, text=True, env={**os.environ}, timeout=120)
+    r = run_cli(["rl", str(cfg), "--out", str(tmp_path / "run")],
+                       env={**os.environ}, timeout=120)
     assert r.returncode != 0 and "posttrain distill" in r.stderr + r.stdout

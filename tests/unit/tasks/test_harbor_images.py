@@ -6,13 +6,12 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from posttrain.tasks.harbor import load_harbor_tasks
+from posttrain.testing.cli_fork import run_cli
 
 HEAD = (Path(__file__).parents[3] / "posttrain/tasks/terminal_set/fix-median/environment/Dockerfile").read_text().split("WORKDIR")[0]
 
@@ -62,8 +61,8 @@ def test_reference_passes_and_empty_and_probes_fail(folder):
 
 def test_cli_import_writes_tasks_naming_the_image(folder, tmp_path):
     out = tmp_path / "t.jsonl"
-    r = subprocess.run([sys.executable, "-m", "posttrain", "tasks", "import", str(folder), "--out", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    r = run_cli(["tasks", "import", str(folder), "--out", str(out)],
+                       timeout=300)
     assert r.returncode == 0, r.stderr
     row = json.loads(out.read_text().splitlines()[0])
     assert row["environment"]["image"].startswith("sha256:")
