@@ -56,7 +56,9 @@ run: install
 
 # Two workers, each running whole test files (--dist loadfile): a file's module fixtures (a Ray
 # cluster, a sandbox pool) are built once, and most tests wait on subprocesses, so two files at a
-# time fit 2 cores (measured 2026-12-05 on the 2-core AMD EPYC: 13-14 min of pytest on 2 workers; see docs/benchmarks.md, "make test"). `make test PYTEST_WORKERS=0` runs serially.
+# time fit 2 cores; the longest files start first (tests/conftest.py RUN_FIRST). Three workers were slower
+# (12:23 against 11:49 of pytest, 2026-12-05, 2-core AMD EPYC): the suite is CPU-bound, 95% busy. Timings:
+# docs/benchmarks.md, "make test". `make test PYTEST_WORKERS=0` runs serially.
 PYTEST_WORKERS ?= 2
 
 # The set-up steps are independent once the venv exists, so they run side by side (`-j`): the Debian

@@ -140,7 +140,7 @@ def run_ranks(cmd: Sequence[str], world_size: int, timeout_s: float = DEFAULT_TI
     for r in range(world_size):
         e = {**os.environ, **(env or {}), "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(world_size),
              "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-             "POSTTRAIN_TIMEOUT_S": str(timeout_s)}
+             "POSTTRAIN_TIMEOUT_S": str(timeout_s), LAUNCHER_PID: str(os.getpid())}
         e.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // world_size)))
         procs.append(subprocess.Popen(list(cmd), env=e, process_group=0))
     interrupts = 0
@@ -157,6 +157,25 @@ def run_ranks(cmd: Sequence[str], world_size: int, timeout_s: float = DEFAULT_TI
             if interrupts > 1:
                 _stop(procs)
                 return 130
+
+
+LAUNCHER_PID = "POSTTRAIN_LAUNCHER_PID"  # set on each rank run_ranks starts
+
+
+def die_with_launcher() -> None:
+    """Called by each rank as it starts (mesh.init_group): the ranks live in a process group of their
+    own (Ctrl-C goes to the launcher alone), so a terminal's hang-up or a SIGKILL of the launcher no
+    longer reaches them; the kernel sends this rank SIGTERM once its launcher is gone (Linux
+    PR_SET_PDEATHSIG), and a launcher already gone ends it now. Elsewhere, or not launched by
+    run_ranks (torchrun, Ray actors), it does nothing."""
+    launcher = os.environ.get(LAUNCHER_PID)
+    if not launcher or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != int(launcher):  # it died before the line above: nobody would send the signal
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _job_status(procs: Sequence[subprocess.Popen], interrupted: bool) -> int | None:

@@ -39,8 +39,11 @@ def init_group(timeout_s: float) -> None:
     """Join the job's process group once; `timeout_s` bounds every collective that follows."""
     import torch.distributed as dist
 
+    from posttrain.parallel.launch import die_with_launcher
+
     if dist.is_initialized():
         return
+    die_with_launcher()
     if torch.cuda.is_available():
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     dist.init_process_group(backend(), timeout=datetime.timedelta(seconds=timeout_s))

@@ -82,3 +82,47 @@ def test_the_launch_refuses_a_bad_launcher_before_starting_anything(monkeypatch,
     with pytest.raises(SystemExit) as e:
         maybe_spawn(["sft", str(y), "trainer.launcher=slurm"], launchers)
     assert e.value.code == 2 and "unknown trainer.launcher 'slurm'; known: local, ray" in capsys.readouterr().err
+
+
+RANK_WAITS = ("import os, sys, time\n"
+              "from posttrain.parallel.launch import die_with_launcher\n"
+              "die_with_launcher()\n"
+              "open(sys.argv[1] + os.environ['RANK'], 'w').write(str(os.getpid()))\n"
+              "time.sleep(120)\n")
+LAUNCHER = ("import sys\n"
+            "from posttrain.parallel.launch import run_ranks\n"
+            "run_ranks([sys.executable, '-c', sys.argv[1], sys.argv[2]], 2, 60)\n")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
+def test_ranks_in_their_own_process_group_die_with_a_killed_launcher(tmp_path):
+    """run_ranks puts the ranks in their own process group (Ctrl-C to the launcher alone): a SIGKILL of
+    the launcher must still end them, not leave them training as orphans."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, RANK_WAITS, str(tmp_path / "pid")])
+    try:
+        deadline = time.time() + 120  # a hang guard: two small interpreters start
+        while not all((tmp_path / f"pid{r}").is_file() for r in (0, 1)):
+            assert time.time() < deadline and launcher.poll() is None
+            time.sleep(0.1)
+        ranks = [int((tmp_path / f"pid{r}").read_text()) for r in (0, 1)]
+        launcher.send_signal(signal.SIGKILL)
+        launcher.wait()
+        deadline = time.time() + 60
+        while any(_alive(p) for p in ranks):
+            assert time.time() < deadline, "a rank outlived its killed launcher"
+            time.sleep(0.1)
+    finally:
+        launcher.kill()
