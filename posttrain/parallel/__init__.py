@@ -12,6 +12,7 @@ the model of its memory and communication and the plan for 7B / 70B / 235B MoE.
     dcp.py         torch.distributed.checkpoint save / resume at any world size / HF export
     accounting.py  per-rank parameter, gradient, optimiser, activation and communication bytes
     launch.py      `trainer.world_size=N`: spawn N ranks, fail fast with the rank named
+    rank_parent.py a rank ends with its launcher (the parent-death signal)
 
 Imports from posttrain: only `errors` and `registry` (layering: tests/unit/core/test_layering.py).
 """

@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from posttrain.parallel.rank_parent import LAUNCHER_PID
+
 
 DEFAULT_TIMEOUT_S = 300.0
 TRAINING_COMMANDS = ("sft", "dpo", "rl", "quickstart")  # the commands that train; others ignore world_size
@@ -157,25 +159,6 @@ def run_ranks(cmd: Sequence[str], world_size: int, timeout_s: float = DEFAULT_TI
             if interrupts > 1:
                 _stop(procs)
                 return 130
-
-
-LAUNCHER_PID = "POSTTRAIN_LAUNCHER_PID"  # set on each rank run_ranks starts
-
-
-def die_with_launcher() -> None:
-    """Called by each rank as it starts (mesh.init_group): the ranks live in a process group of their
-    own (Ctrl-C goes to the launcher alone), so a terminal's hang-up or a SIGKILL of the launcher no
-    longer reaches them; the kernel sends this rank SIGTERM once its launcher is gone (Linux
-    PR_SET_PDEATHSIG), and a launcher already gone ends it now. Elsewhere, or not launched by
-    run_ranks (torchrun, Ray actors), it does nothing."""
-    launcher = os.environ.get(LAUNCHER_PID)
-    if not launcher or not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
-    if os.getppid() != int(launcher):  # it died before the line above: nobody would send the signal
-        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _job_status(procs: Sequence[subprocess.Popen], interrupted: bool) -> int | None:

@@ -39,7 +39,7 @@ def init_group(timeout_s: float) -> None:
     """Join the job's process group once; `timeout_s` bounds every collective that follows."""
     import torch.distributed as dist
 
-    from posttrain.parallel.launch import die_with_launcher
+    from posttrain.parallel.rank_parent import die_with_launcher
 
     if dist.is_initialized():
         return

@@ -85,7 +85,7 @@ def test_the_launch_refuses_a_bad_launcher_before_starting_anything(monkeypatch,
 
 
 RANK_WAITS = ("import os, sys, time\n"
-              "from posttrain.parallel.launch import die_with_launcher\n"
+              "from posttrain.parallel.rank_parent import die_with_launcher\n"
               "die_with_launcher()\n"
               "open(sys.argv[1] + os.environ['RANK'], 'w').write(str(os.getpid()))\n"
               "time.sleep(120)\n")
