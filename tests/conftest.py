@@ -8,6 +8,8 @@ gives every process the tests start the default disposition, as under an interac
 
 Built-ins: the registries import nothing themselves (registry.py); the suite loads every
 built-in once, as the CLI does (posttrain/builtins.py).
+
+Heartbeat (tests/heartbeat.py): in CI, a line a minute naming the tests running and the memory used.
 """
 
 import signal
@@ -15,6 +17,8 @@ import signal
 import pytest
 
 from posttrain.builtins import load_builtins
+
+pytest_plugins = ["tests.heartbeat"]
 
 load_builtins()  # what the CLI does at start: every extension point's built-ins registered
 

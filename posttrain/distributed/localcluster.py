@@ -69,7 +69,10 @@ class LocalCluster:
         self._ports: set[int] = set()  # every port handed to this cluster, so none repeats
         self.port = _free_ports(1, self._ports)[0]
         self.address = f"127.0.0.1:{self.port}"
-        self._orphans: set[int] = set()
+        # pidfds of a killed raylet's workers: held, not pids, because stop() may come a minute
+        # later and pids wrap fast (pid_max 32768, a test suite starts thousands of processes): a
+        # remembered pid could by then name someone else's process.
+        self._orphans: dict[int, int] = {}  # pid -> pidfd
 
     def _ray(self, *args: str) -> None:
         env = {**os.environ, **ENV}
@@ -129,14 +132,26 @@ class LocalCluster:
     def kill_raylet(self, node: str) -> int:
         """SIGKILL that node's raylet; its workers (which then exit) are remembered for stop()."""
         pid = self.raylet_pid(node)
-        self._orphans |= {p for p in self.pids() if _ppid(p) == pid}
+        for p in self.pids():
+            if _ppid(p) == pid and p not in self._orphans:
+                try:
+                    self._orphans[p] = os.pidfd_open(p)
+                except ProcessLookupError:
+                    pass
         os.kill(pid, signal.SIGKILL)
         return pid
 
     def stop(self) -> None:
         """SIGKILL every process of this cluster by pid, then remove its temp dir."""
+        for fd in self._orphans.values():
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(fd)
+        self._orphans.clear()
         for _ in range(5):
-            pids = self.pids() + [p for p in self._orphans if Path(f"/proc/{p}").exists()]
+            pids = self.pids()
             if not pids:
                 break
             for pid in pids:

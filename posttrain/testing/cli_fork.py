@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -72,17 +74,18 @@ class _Zygote:
             finally:
                 for fd in (null, out_w, err_w):
                     os.close(fd)
-            pid = json.loads(self.reader.readline())["pid"]
+            assert "pid" in json.loads(self.reader.readline())
             chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
             readers = [threading.Thread(target=_drain, args=(fd, chunks[fd]), daemon=True) for fd in chunks]
             for t in readers:
                 t.start()
+            end = time.monotonic() + timeout
             for t in readers:
-                t.join(timeout)
+                t.join(max(0.0, end - time.monotonic()))
             if any(t.is_alive() for t in readers):  # the command outlived its timeout: kill it, as subprocess.run
-                os.kill(pid, signal.SIGKILL)
+                self.sock.sendall(b"kill\n")  # the zygote kills it (see _wait_or_kill)
                 for t in readers:
-                    t.join()
+                    t.join(10)  # a process it left behind may still hold the pipes: leave those threads
                 self.reader.readline()
                 raise subprocess.TimeoutExpired(["posttrain", *argv], timeout)
             code = json.loads(self.reader.readline())["returncode"]
@@ -116,18 +119,17 @@ def serve() -> None:
     load_builtins()
     sock = socket.socket(fileno=int(sys.argv[1]))
     sock.sendall(b'{"ready": true}\n')
-    buf = b""
+    buf, fds = b"", []
     while True:
-        msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
-        if not msg:
-            return  # the test process is gone
-        buf += msg
         while b"\n" not in buf:  # a long environment arrives in pieces
-            more = sock.recv(1 << 20)
-            if not more:
-                return
-            buf += more
+            msg, got, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+            if not msg:
+                return  # the test process is gone
+            buf += msg
+            fds += got
         line, buf = buf.split(b"\n", 1)
+        if line == b"kill":  # a caller's timeout that crossed its command's exit: nothing left to kill
+            continue
         req = json.loads(line)
         pid = os.fork()
         if pid == 0:
@@ -136,9 +138,35 @@ def serve() -> None:
             os._exit(_command(cli))
         for fd in fds:
             os.close(fd)
+        fds = []
         sock.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-        _, status = os.waitpid(pid, 0)
+        status, caller_gone = _wait_or_kill(sock, pid)
+        if caller_gone:
+            return
         sock.sendall(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+
+
+def _wait_or_kill(sock: socket.socket, pid: int) -> tuple[int, bool]:
+    """Until the child `pid` exits: (wait status, whether the caller hung up). A `kill` line from
+    the caller (its timeout) or its hang-up SIGKILLs the child first. The kill is sent here, by the
+    parent, before the child is reaped: a pid the caller kept could, once reaped, name another
+    process (pids wrap within minutes when a test suite starts thousands)."""
+    pidfd = os.pidfd_open(pid)
+    caller_gone = False
+    try:
+        while True:
+            ready, _, _ = select.select([pidfd, sock], [], [])
+            if pidfd in ready:
+                break
+            data = sock.recv(64)
+            if not data or b"kill" in data:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            if not data:
+                caller_gone = True
+                break
+    finally:
+        os.close(pidfd)
+    return os.waitpid(pid, 0)[1], caller_gone
 
 
 def _become(req: dict, fds: list[int]) -> None:

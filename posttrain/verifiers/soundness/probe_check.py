@@ -12,7 +12,8 @@ sorted batch order one honest answer runs before the probe and one after). The h
 what the oracle scores alone. Multi-step tasks are replayed as agent episodes in a live
 sandbox session and scored as `rollout/agent/loop.py` scores them (format rule without the
 single-line constraint, then the task's verifier with the session); each probe episode
-runs beside an honest episode, and a second honest episode follows it on the same pool.
+runs beside an honest episode, and a second honest episode follows it on the same pool. An
+episode that ends in an infra error is re-run as the RL path re-runs it.
 
 Every run uses a fresh `VerifierRunner` per repeat (per group for groups), so the answer
 cache never hides a flaky verdict. A (task, probe, path) is flaky when its repeats
@@ -32,7 +33,7 @@ from posttrain.types import Task, Trajectory, Turn, VerifyResult
 from posttrain.verifiers.base import BatchVerifier
 
 FULL = 1.0 - 1e-9
-Verdict = tuple[float, str]
+Verdict = tuple  # (score, status) or (score, status, why): `why` is the infra error's reason, for the report only
 
 
 @dataclass
@@ -74,7 +75,9 @@ def _traj(task: Task, text: str, sample: int = 0) -> Trajectory:
 
 def _v(r: VerifyResult | None) -> Verdict:
     r = r or VerifyResult.infra("not scored")
-    return (round(r.score, 6), r.status)
+    if r.status == "ok":
+        return (round(r.score, 6), r.status)
+    return (round(r.score, 6), r.status, r.reason or "")  # why it was not scored, kept for the failure note
 
 
 # ---- single-turn: VerifierRunner.verify_all, alone and in a group ----------------------
@@ -138,7 +141,20 @@ async def _agent_verify(task: Task, traj: Trajectory, runner: Any, sandbox: Any,
 
 
 async def episode(task: Task, text: str, sandbox: Any) -> VerifyResult:
-    """Replay the plan `text` as an agent episode and score it (a fresh session for shell tasks)."""
+    """Replay the plan `text` as an agent episode and score it (a fresh session for shell tasks).
+    An episode that ends in an infra error is re-run, as the RL path re-runs it
+    (the default `agent.retries`, rollout/agent/loop.py); the last infra error is what stays."""
+    from posttrain.config_schema import AgentConfig
+
+    res = VerifyResult.infra("not run")
+    for _ in range(AgentConfig().retries + 1):
+        res = await _one_episode(task, text, sandbox)
+        if res.status == "ok":
+            break
+    return res
+
+
+async def _one_episode(task: Task, text: str, sandbox: Any) -> VerifyResult:
     from posttrain.tasks.plan import replay
     from posttrain.verifiers.run import VerifierRunner
 
@@ -206,7 +222,7 @@ async def probe_tasks(domain_name: str, tasks: list[Task], repeats: int = 1, san
 
 def summarise(domain_name: str, tasks: list[Task], runs: list[dict[tuple, Verdict]], texts: dict[str, dict[str, str]]) -> ProbeReport:
     keys = sorted(runs[0]) if runs else []
-    flaky = sum(1 for k in keys if len({r.get(k) for r in runs}) > 1)
+    flaky = sum(1 for k in keys if len({(r.get(k) or ())[:2] for r in runs}) > 1)
     flat = [(k, r[k]) for r in runs for k in keys if k in r]
     oracle = {k[0]: [v for kk, v in flat if kk == k] for k in keys if k[1] == "oracle"}
     probe_runs = [(k, v) for k, v in flat if k[1] != "oracle" and k[2] in ("alone", "group")]
@@ -232,11 +248,14 @@ def summarise(domain_name: str, tasks: list[Task], runs: list[dict[tuple, Verdic
         best = max((o[0] for o in oracle.get(k[0], []) if o[1] == "ok"), default=0.0)
         if v[1] != "ok" or v[0] < best:
             harmed += 1
-            note(f"SIBLING of {k[1]} on {k[0]} ({k[2]}) scored {v[0]} {v[1]}, the oracle alone {best}")
+            why = f" ({v[2]})" if len(v) > 2 else ""
+            note(f"SIBLING of {k[1]} on {k[0]} ({k[2]}) scored {v[0]} {v[1]}{why}, the oracle alone {best}")
     oracle_flat = [v for vs in oracle.values() for v in vs]
     for tid, vs in oracle.items():
         if any(v[0] < FULL or v[1] != "ok" for v in vs):
-            note(f"ORACLE {tid} scores {vs[0][0]} {vs[0][1]} on the RL path")
+            bad = next(v for v in vs if v[0] < FULL or v[1] != "ok")
+            why = f" ({bad[2]})" if len(bad) > 2 else ""
+            note(f"ORACLE {tid} scores {bad[0]} {bad[1]}{why} on the RL path")
     n_probe = max(1, len(probe_runs))
     return ProbeReport(
         domain=domain_name, n=len(tasks), repeats=len(runs), kinds=sorted({domain_kind(t) for t in tasks}),

@@ -17,7 +17,7 @@ from posttrain.verifiers.base import BatchVerifier
 from posttrain.registry import verifier
 from posttrain.tasks import generate_domain
 from posttrain.verifiers.soundness.hack_probes import KINDS, PROBES, ProbeView, domain_kind, junk_instance
-from posttrain.verifiers.soundness.probe_check import probe_tasks, probe_texts, probes_for, summarise
+from posttrain.verifiers.soundness.probe_check import _v, probe_tasks, probe_texts, probes_for, summarise
 from posttrain.types import ExecLimits, Limits, Message, Spec, Task, VerifyResult, thaw
 from posttrain.verifiers.math_answer import final_text
 
@@ -265,3 +265,25 @@ def test_sibling_probes_catch_the_pre_fix_python_tests_batch():
     r = asyncio.run(go())
     assert r.probes["sibling_answers"]["pass_rate"] == 0.5  # passes in the group, not alone
     assert r.sibling_harm_rate > 0 and any("SIBLING of sibling_kill" in f for f in r.failures), r.failures
+
+
+def test_a_sibling_left_unscored_names_why_in_the_failure_note():
+    t = generate_domain("arithmetic", 1, 0)[0]
+    k = t.id
+    run = {(k, "oracle", "alone"): (1.0, "ok"),
+           (k, "p", "sibling_before"): _v(VerifyResult.infra("sandbox session closed under load"))}
+    r = summarise("arithmetic", [t], [run], {})
+    assert r.infra_error_rate == 0.5 and "sandbox session closed under load" in r.failures[0]
+
+
+def test_an_episode_that_ends_in_an_infra_error_is_rerun_as_the_rl_path_reruns_it(monkeypatch):
+    from posttrain.verifiers.soundness import probe_check
+
+    results = [VerifyResult.infra("slot died"), VerifyResult(1.0, True)]
+    monkeypatch.setattr(probe_check, "_one_episode", lambda *a: _async(results.pop(0)))
+    t = generate_domain("terminal", 1, 0)[0]
+    assert asyncio.run(probe_check.episode(t, "[]", None)).status == "ok" and results == []
+
+
+async def _async(value):
+    return value
