@@ -107,14 +107,31 @@ def _wait_actors_gone(handles, timeout_s: float) -> float:
     return time.time() - t0
 
 
-def _run_rl(cfg, run_dir, kill=None):
-    """SFT warm-up locally, then RL with remote sandboxes and rollout workers (build_state/train_rl)."""
-    from posttrain.distributed import remote_sandbox
+@pytest.fixture(scope="module")
+def warm(cluster, tmp_path_factory):
+    """The SFT warm-up every RL run here starts from (their configs differ in rl.* only): run once."""
     from posttrain.recipes.quickstart import make_splits, sft_phase
+
+    run_dir = tmp_path_factory.mktemp("warm")
+    cfg = _cfg(cluster, run_dir)
+    model, tok = asyncio.run(sft_phase(cfg, run_dir, make_splits(cfg), lambda *a: None, None))  # no stop rule
+    return cfg, model, tok
+
+
+def _run_rl(cfg, run_dir, warm, kill=None):
+    """RL with remote sandboxes and rollout workers (build_state/train_rl), from a copy of the shared
+    SFT warm-up."""
+    import copy
+
+    from posttrain.distributed import remote_sandbox
+    from posttrain.recipes.quickstart import make_splits
     from posttrain.train.rl import build_state, train_rl
 
+    warm_cfg, warm_model, tok = warm
+    assert (cfg.sft, cfg.tasks, cfg.model) == (warm_cfg.sft, warm_cfg.tasks, warm_cfg.model), "another warm-up"
     splits = make_splits(cfg)
-    model, tok = asyncio.run(sft_phase(cfg, run_dir, splits, lambda *a: None, None))  # no stop rule: no runner
+    model = copy.deepcopy(warm_model)
+    run_dir.mkdir(parents=True)
     box = remote_sandbox(cfg)
     from posttrain.recipes.cluster import cluster_engine_factory
 
@@ -146,9 +163,9 @@ def _run_rl(cfg, run_dir, kill=None):
     return st
 
 
-def test_rl_run_on_remote_actors(cluster, tmp_path):
+def test_rl_run_on_remote_actors(cluster, warm, tmp_path):
     cfg = _cfg(cluster, tmp_path)
-    st = _run_rl(cfg, tmp_path / "run")
+    st = _run_rl(cfg, tmp_path / "run", warm)
     rows = st.metrics.read()
     assert len(rows) == 2 and st.store.count() == 2 * 4 * 4
     assert {w.name.split("/")[0] for w in st.engine.workers} == {"pt_node_a", "pt_node_b"}  # SPREAD
@@ -159,9 +176,9 @@ def test_rl_run_on_remote_actors(cluster, tmp_path):
     assert execs > 0 and last["cluster/sandbox/pools_alive"] == 2  # sandboxes ran on the remote pools
 
 
-def test_async_rl_on_remote_actors_trains_on_samples_at_most_k_versions_old(cluster, tmp_path):
+def test_async_rl_on_remote_actors_trains_on_samples_at_most_k_versions_old(cluster, warm, tmp_path):
     k = 1
-    st = _run_rl(_cfg(cluster, tmp_path, **{"rl.steps": 3, "rl.max_staleness": k}), tmp_path / "async")
+    st = _run_rl(_cfg(cluster, tmp_path, **{"rl.steps": 3, "rl.max_staleness": k}), tmp_path / "async", warm)
     rows = st.metrics.read()
     assert [r["step"] for r in rows] == [0, 1, 2] and st.store.count() == 3 * 4 * 4  # nothing lost or doubled
     assert [r["async/staleness"] for r in rows] == [0, 1, 1]  # pinned: v(s) - K, on the remote workers too
@@ -171,10 +188,10 @@ def test_async_rl_on_remote_actors_trains_on_samples_at_most_k_versions_old(clus
     assert {w.name.split("/")[0] for w in st.engine.workers} == {"pt_node_a", "pt_node_b"}
 
 
-def test_partial_rollouts_on_remote_actors_keep_every_token_within_k_versions(cluster, tmp_path):
+def test_partial_rollouts_on_remote_actors_keep_every_token_within_k_versions(cluster, warm, tmp_path):
     k = 1
     cfg = _cfg(cluster, tmp_path, **{"rl.steps": 3, "rl.max_staleness": k, "rl.partial_rollouts": "true"})
-    st = _run_rl(cfg, tmp_path / "partial")
+    st = _run_rl(cfg, tmp_path / "partial", warm)
     rows = st.metrics.read()
     assert [r["step"] for r in rows] == [0, 1, 2] and st.store.count() == 3 * 4 * 4
     for t in st.store.iter():  # no token older than K at the step it trained, none newer than the trainer
@@ -378,11 +395,11 @@ def test_a_ray_launched_rank_killed_mid_training_ends_the_job_with_one_line_nami
     assert len(lines) == 1 and "rank 1 of 2" in lines[0], text[-2000:]
 
 
-def test_node_killed_mid_step_run_completes_exactly_once(cluster, tmp_path):
+def test_node_killed_mid_step_run_completes_exactly_once(cluster, warm, tmp_path):
     cfg = _cfg(cluster, tmp_path, **{"rl.steps": 3})
     kill = {"cluster": cluster}
     t0 = time.time()
-    st = _run_rl(cfg, tmp_path / "run", kill)
+    st = _run_rl(cfg, tmp_path / "run", warm, kill)
     assert kill.get("pid"), "the raylet was never killed"
     keys = [(t.step, t.group, t.sample) for t in st.store.iter()]
     expected = [(s, g, k) for s in range(3) for g in range(4) for k in range(4)]
