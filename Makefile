@@ -66,7 +66,7 @@ PYTEST_WORKERS ?= 2
 # this is most of a minute of the 10-minute budget.
 test:
 	@$(MAKE) --no-print-directory -j4 install debian rdocs blender
-	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -rs --durations=25 tests; rc=$$?; \
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -rs --durations=25 tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 # Debian packages, in one apt call (two would race for dpkg's lock under -j): Chromium for the viewer's

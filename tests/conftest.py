@@ -38,19 +38,25 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
-# The longest test files, longest first (pytest --durations on the 2-core AMD EPYC, 2026-12-05).
-# `make test` gives whole files to its two workers (--dist loadfile) in collection order, so a long
-# file collected late ran on alone at the end while the other worker sat idle (the Ray file started
-# 5 minutes in and ended the suite 3 minutes after everything else). Started first, the long files
-# overlap the many short ones. Only the order changes; a file missing from this list runs in its turn.
+# The longest test files, longest first (their summed test time in a fresh-clone `make test` on the 2-core
+# AMD EPYC, 2026-12-05: 267, 85, 67, 56, 54, 42, 39, 35, 34, 32, 31, 28 s). `make test` gives whole files to
+# its two workers (--dist loadfile) in this order (--no-loadscope-reorder: xdist's default reorder puts the
+# files with the most tests first, which sent these few-test files to the end, where the last of them ran on
+# alone). Started first, the long files overlap the many short ones. Only the order changes; a file missing
+# from this list runs in its turn.
 RUN_FIRST = (
     "tests/unit/distributed/test_ray_cluster.py",
-    "tests/unit/train/sharded/test_sharded_rl_resume.py",
-    "tests/integration/test_async_rl_cli.py",
-    "tests/unit/train/sharded/test_sharded_equivalence.py",
     "tests/integration/test_cli_sft_resume.py",
-    "tests/unit/train/sharded/test_sharded_failure.py",
+    "tests/unit/train/sharded/test_sharded_equivalence.py",
+    "tests/unit/train/sharded/test_sharded_rl_resume.py",
+    "tests/integration/test_cli_newcomer.py",
     "tests/integration/test_cli_rl.py",
+    "tests/unit/train/sharded/test_sharded_failure.py",
+    "tests/integration/test_serve_proxy.py",
+    "tests/integration/test_async_rl_cli.py",
+    "tests/integration/test_cli_distill.py",
+    "tests/integration/test_models_cli.py",
+    "tests/unit/verifiers/test_humaneval_adversarial.py",
 )
 
 
