@@ -38,26 +38,48 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
-# The longest test files, longest first (their summed test time in a fresh-clone `make test` on the 2-core
-# AMD EPYC, 2026-12-05: 267, 85, 67, 56, 54, 42, 39, 35, 34, 32, 31, 28 s). `make test` gives whole files to
-# its two workers (--dist loadfile) in this order (--no-loadscope-reorder: xdist's default reorder puts the
-# files with the most tests first, which sent these few-test files to the end, where the last of them ran on
-# alone). Started first, the long files overlap the many short ones. Only the order changes; a file missing
-# from this list runs in its turn.
-RUN_FIRST = (
+# Files whose tests start several torch processes of their own (ranks, Ray actors): run one after the other
+# on one worker, while the other worker takes everything else. Two of them at once on 2 cores oversubscribe
+# the machine (ranks and actors wait on each other's collectives): with them spread over both workers the
+# suite's summed test time rose from 1,233 to 1,333 s (fresh clones, 2-core AMD EPYC, 2026-12-05). Their
+# summed time (about 550 s) is near half the suite's, so the two workers still end together.
+TOGETHER = (
     "tests/unit/distributed/test_ray_cluster.py",
     "tests/integration/test_cli_sft_resume.py",
     "tests/unit/train/sharded/test_sharded_equivalence.py",
     "tests/unit/train/sharded/test_sharded_rl_resume.py",
+    "tests/unit/train/sharded/test_sharded_failure.py",
+    "tests/unit/train/sharded/test_sharded_sft_resume.py",
+    "tests/integration/test_sharded_cli.py",
+)
+
+# Run first, in this order: the files above as one unit, then the longest of the others (summed test time in a
+# fresh-clone `make test`, 2026-12-05: 54, 42, 35, 34, 32, 31, 28 s), so that the suite ends on short files.
+# The Makefile passes --no-loadscope-reorder: xdist's default reorder puts the files with the most tests
+# first. Only the order changes; a file missing from this list runs in its turn.
+RUN_FIRST = TOGETHER + (
     "tests/integration/test_cli_newcomer.py",
     "tests/integration/test_cli_rl.py",
-    "tests/unit/train/sharded/test_sharded_failure.py",
     "tests/integration/test_serve_proxy.py",
     "tests/integration/test_async_rl_cli.py",
     "tests/integration/test_cli_distill.py",
     "tests/integration/test_models_cli.py",
     "tests/unit/verifiers/test_humaneval_adversarial.py",
 )
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, with the TOGETHER files as one work unit (one worker, in order)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class TogetherFirst(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "TOGETHER" if path in TOGETHER else path
+
+    return TogetherFirst(config, log)
 
 
 def pytest_collection_modifyitems(session, config, items):
