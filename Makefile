@@ -56,7 +56,9 @@ run: install
 
 # Two workers, each running whole test files (--dist loadfile): a file's module fixtures (a Ray
 # cluster, a sandbox pool) are built once, and most tests wait on subprocesses, so two files at a
-# time fit 2 cores; the longest files start first (tests/conftest.py RUN_FIRST). Three workers were slower
+# time fit 2 cores. The files go in xdist's own order (most tests first): of three orders measured from fresh
+# clones on 2026-12-05 it was the fastest (pytest 649 s, against 674 s with the multi-process files together on
+# one worker and 689 s with the longest files first; docs/history.md). Three workers were slower
 # (12:23 against 11:49 of pytest, 2026-12-05, 2-core AMD EPYC): the suite is CPU-bound, 95% busy. Timings:
 # docs/benchmarks.md, "make test". `make test PYTEST_WORKERS=0` runs serially.
 PYTEST_WORKERS ?= 2
@@ -66,7 +68,7 @@ PYTEST_WORKERS ?= 2
 # this is most of a minute of the 10-minute budget.
 test:
 	@$(MAKE) --no-print-directory -j4 install debian rdocs blender
-	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -rs --durations=25 tests; rc=$$?; \
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile -rs --durations=25 tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 # Debian packages, in one apt call (two would race for dpkg's lock under -j): Chromium for the viewer's
