@@ -130,7 +130,7 @@ class LocalCluster:
         raise RuntimeError(f"no raylet for node {node!r} in {self.tmp}")
 
     def kill_raylet(self, node: str) -> int:
-        """SIGKILL that node's raylet; its workers (which then exit) are remembered for stop()."""
+        """SIGKILL that node's raylet; its workers (which then exit) are held by pidfd for stop()."""
         pid = self.raylet_pid(node)
         for p in self.pids():
             if _ppid(p) == pid and p not in self._orphans:
@@ -142,7 +142,8 @@ class LocalCluster:
         return pid
 
     def stop(self) -> None:
-        """SIGKILL every process of this cluster by pid, then remove its temp dir."""
+        """SIGKILL every process of this cluster (a killed raylet's workers by their pidfds, the rest as
+        found in /proc just before), then remove its temp dir."""
         for fd in self._orphans.values():
             try:
                 signal.pidfd_send_signal(fd, signal.SIGKILL)

@@ -74,7 +74,7 @@ class _Zygote:
             finally:
                 for fd in (null, out_w, err_w):
                     os.close(fd)
-            assert "pid" in json.loads(self.reader.readline())
+            assert "pid" in json.loads(self.reader.readline())  # forked: a `kill` sent from now on finds it
             chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
             readers = [threading.Thread(target=_drain, args=(fd, chunks[fd]), daemon=True) for fd in chunks]
             for t in readers:

@@ -80,6 +80,11 @@ def _v(r: VerifyResult | None) -> Verdict:
     return (round(r.score, 6), r.status, r.reason or "")  # why it was not scored, kept for the failure note
 
 
+def _why(v: Verdict) -> str:
+    """` (reason)` of a verdict that kept one (see _v), for a failure note; else nothing."""
+    return f" ({v[2]})" if len(v) > 2 else ""
+
+
 # ---- single-turn: VerifierRunner.verify_all, alone and in a group ----------------------
 
 
@@ -248,14 +253,12 @@ def summarise(domain_name: str, tasks: list[Task], runs: list[dict[tuple, Verdic
         best = max((o[0] for o in oracle.get(k[0], []) if o[1] == "ok"), default=0.0)
         if v[1] != "ok" or v[0] < best:
             harmed += 1
-            why = f" ({v[2]})" if len(v) > 2 else ""
-            note(f"SIBLING of {k[1]} on {k[0]} ({k[2]}) scored {v[0]} {v[1]}{why}, the oracle alone {best}")
+            note(f"SIBLING of {k[1]} on {k[0]} ({k[2]}) scored {v[0]} {v[1]}{_why(v)}, the oracle alone {best}")
     oracle_flat = [v for vs in oracle.values() for v in vs]
     for tid, vs in oracle.items():
         if any(v[0] < FULL or v[1] != "ok" for v in vs):
             bad = next(v for v in vs if v[0] < FULL or v[1] != "ok")
-            why = f" ({bad[2]})" if len(bad) > 2 else ""
-            note(f"ORACLE {tid} scores {bad[0]} {bad[1]}{why} on the RL path")
+            note(f"ORACLE {tid} scores {bad[0]} {bad[1]}{_why(bad)} on the RL path")
     n_probe = max(1, len(probe_runs))
     return ProbeReport(
         domain=domain_name, n=len(tasks), repeats=len(runs), kinds=sorted({domain_kind(t) for t in tasks}),
