@@ -92,22 +92,25 @@ class LocalCluster:
             keys = ("dashboard-agent-grpc-port", "dashboard-agent-listen-port",
                     "runtime-env-agent-port", "metrics-export-port")
             ports = [f"--{k}={p}" for k, p in zip(keys, _free_ports(len(keys), self._ports))]
-            if i == 0:
+            if i == 0:  # the head's Ray client server too: its default port 10001 is one per machine
+                client = f"--ray-client-server-port={_free_ports(1, self._ports)[0]}"
                 self._ray("start", "--head", f"--port={self.port}", f"--num-cpus={cpus}", res,
-                          "--include-dashboard=false", *common, *ports)
+                          "--include-dashboard=false", client, *common, *ports)
             else:
                 self._ray("start", f"--address={self.address}", f"--num-cpus={cpus}", res, *common, *ports)
         return self
 
     def pids(self) -> list[int]:
-        """Every live process of this cluster: those whose command line names our temp dir,
-        and their descendants (Ray renames its workers `ray::...`, hiding the temp dir)."""
-        key, mine, parent = str(self.tmp).encode(), set(), {}
+        """Every live process of this cluster: those whose command line names our temp dir or
+        `--address=` ours (the head's Ray client server names only the address, and outlives its
+        parent), and their descendants (Ray renames its workers `ray::...`, hiding the temp dir)."""
+        keys, mine, parent = (str(self.tmp).encode(), f"--address={self.address}".encode()), set(), {}
         for d in Path("/proc").iterdir():
             if not d.name.isdigit() or int(d.name) == os.getpid():
                 continue
             try:
-                if key in (d / "cmdline").read_bytes():
+                cmdline = (d / "cmdline").read_bytes()
+                if any(k in cmdline for k in keys):
                     mine.add(int(d.name))
                 parent[int(d.name)] = _ppid(int(d.name))
             except OSError:

@@ -38,6 +38,27 @@ def cluster():
         finally:
             c.stop()
             assert not c.pids(), "cluster processes left behind"
+            left = _naming(c.address, str(c.tmp))
+            assert not left, f"processes that name the stopped cluster are still alive: {left}"
+
+
+def _naming(*keys: str) -> list[str]:
+    """Command lines on this machine that name any of `keys` (found in /proc, not by the cluster's own
+    bookkeeping): what `ray start` left behind, the head's Ray client server included."""
+    import os
+    from pathlib import Path
+
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if any(k in cmd for k in keys):
+            found.append(cmd.replace("\0", " ")[:200])
+    return found
 
 
 def _cfg(c, tmp, **over):
