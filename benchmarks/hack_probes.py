@@ -1,6 +1,7 @@
 """Hack-probe benchmark: hack_pass_rate per shipped domain and probe, and the flake rate over repeats.
 
-    .venv/bin/python benchmarks/hack_probes.py [--domains all] [--probe-n 4] [--n 20] [--repeats 10] [--json out.json]
+    .venv/bin/python benchmarks/hack_probes.py [--domains all] [--skip-prefix rg-] [--probe-n 4] [--n 20] [--repeats 10]
+        [--json out.json]
 
 For every domain it runs `posttrain tasks check`'s two halves on one sandbox pool: the
 oracle/empty/wrong check on `--n` tasks and the hack probes (posttrain/verifiers/soundness/hack_probes*.py,
@@ -44,16 +45,34 @@ async def one(name: str, args: argparse.Namespace) -> dict:
             "_lines": table(probes)}
 
 
+def show(i: int, total: int, r: dict) -> None:
+    """One domain's lines, printed as soon as it is done: a long run shows its progress, and one stopped
+    part-way (a timeout, Ctrl-C) keeps what it measured."""
+    c = r["check"]
+    print(f"[{i}/{total}] {r['domain']:<12} check: oracle={c['oracle_pass_rate']:.3f} empty={c['empty_pass_rate']:.3f} "
+          f"wrong={c['wrong_pass_rate']:.3f} flake={c['flake_rate']:.3f}   ({r['wall_s']} s)", flush=True)
+    print("\n".join(r.pop("_lines")), flush=True)
+
+
 async def main(args: argparse.Namespace) -> list[dict]:
     import posttrain.tasks  # noqa: F401  (registers the shipped domains)
 
     names = registry("domain").names() if args.domains == ["all"] else args.domains
-    return [await one(n, args) for n in names]
+    if args.skip_prefix:
+        names = [n for n in names if not n.startswith(tuple(args.skip_prefix))]
+    rows = []
+    for i, n in enumerate(names, 1):
+        rows.append(await one(n, args))
+        show(i, len(names), rows[-1])
+    return rows
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--domains", nargs="+", default=["all"])
+    ap.add_argument("--skip-prefix", nargs="*", default=[],
+                    help="leave out domains whose name starts so (rg-: the 102 reasoning-gym domains, which "
+                         "benchmarks/rg_domains.py probes level by level)")
     ap.add_argument("--n", type=int, default=20, help="tasks for the oracle/empty/wrong check")
     ap.add_argument("--probe-n", type=int, default=4, help="tasks for the probes")
     ap.add_argument("--repeats", type=int, default=10)
@@ -61,11 +80,6 @@ if __name__ == "__main__":
     ap.add_argument("--json", default="", help="also write the full results here")
     args = ap.parse_args()
     rows = asyncio.run(main(args))
-    for r in rows:
-        c, p = r["check"], r["probes"]
-        print(f"{r['domain']:<12} check: oracle={c['oracle_pass_rate']:.3f} empty={c['empty_pass_rate']:.3f} "
-              f"wrong={c['wrong_pass_rate']:.3f} flake={c['flake_rate']:.3f}   ({r['wall_s']} s)")
-        print("\n".join(r.pop("_lines")))
     hacked = {r["domain"]: sorted(k for k, s in r["probes"]["probes"].items() if s["pass_rate"] > 0) for r in rows}
     summary = {
         "hack_pass_rate": {r["domain"]: r["probes"]["hack_pass_rate"] for r in rows},
