@@ -7,8 +7,10 @@
 
 `gold`: each task's gold actions replayed through the `tau2` verifier (a fresh database, tau2's
 hash against the gold hash, communicate_info said) must score 1.0; also the score of an agent
-that does nothing (tau2's reward gives 1.0 where the right behaviour is to change nothing and
-say nothing required). Workers in parallel processes (`--workers`).
+that does nothing (silent, or one greeting), under τ²'s official reward (1.0 where the right
+behaviour is to change nothing and say nothing required) and under the guarded reward that
+training uses (0 on every task of the guarded pool; tasks/tau2_guard.py). Workers in parallel
+processes (`--workers`).
 
 `agent`: pass^1 (the mean reward of one episode per task) with a Wilson 95% interval, finish
 reasons, which reward part failed, and per-step timing: the agent's generation, the simulated
@@ -38,15 +40,21 @@ from posttrain.verifiers.base import VerifyContext  # noqa: E402
 DOMAINS = ("mock", "airline", "retail")
 
 
-def _gold_one(dom: str, task_id: str) -> tuple[str, float, float]:
-    """(task id, gold replay score, do-nothing score) in a worker process."""
+def _gold_one(dom: str, task_id: str) -> dict:
+    """One task in a worker process: the gold replay's and a do-nothing agent's scores under τ²'s official
+    reward, and under the guarded reward (the training default) where the task is in the guarded pool."""
     from posttrain.tasks.tau2 import gold_trajectory
 
-    task = build(f"tau2_{dom}", kind="domain").task(task_id)
-    v = build(task.verifier, kind="verifier")
-    gold = asyncio.run(v(task, gold_trajectory(task), VerifyContext())).score
-    idle = Trajectory(task.id, task.version, task.domain, (), (Turn("assistant", "Hello, how can I help?"),))
-    return task_id, gold, asyncio.run(v(task, idle, VerifyContext())).score
+    def scores(reward: str) -> dict:
+        task = build(f"tau2_{dom}", kind="domain", reward=reward).task(task_id)
+        v = build(task.verifier, kind="verifier")
+        silent = Trajectory(task.id, task.version, task.domain, (), ())
+        hello = Trajectory(task.id, task.version, task.domain, (), (Turn("assistant", "Hello, how can I help?"),))
+        return {k: asyncio.run(v(task, x, VerifyContext())).score
+                for k, x in (("gold", gold_trajectory(task)), ("silent", silent), ("hello", hello))}
+
+    guarded = build(f"tau2_{dom}", kind="domain").guardable(task_id)
+    return {"id": task_id, "official": scores("official"), "guarded": scores("guarded") if guarded else None}
 
 
 def gold(domains, workers: int, limit: int = 0, skip: int = 0) -> dict:
@@ -58,9 +66,16 @@ def gold(domains, workers: int, limit: int = 0, skip: int = 0) -> dict:
         ids = list(tau2_tasks(dom))[skip:][: limit or None]
         with ProcessPoolExecutor(workers) as ex:
             rows = list(ex.map(_gold_one, [dom] * len(ids), ids))
-        out[dom] = {"tasks": len(rows), "gold_1.0": sum(g == 1.0 for _, g, _ in rows),
-                    "gold_below_1": [i for i, g, _ in rows if g != 1.0],
-                    "do_nothing_1.0": sum(n == 1.0 for _, _, n in rows), "wall_s": time.perf_counter() - t0}
+        pool = [r for r in rows if r["guarded"] is not None]
+        out[dom] = {"tasks": len(rows),
+                    "official": {"gold_1.0": sum(r["official"]["gold"] == 1.0 for r in rows),
+                                 "gold_below_1": [r["id"] for r in rows if r["official"]["gold"] != 1.0],
+                                 "do_nothing_1.0": [r["id"] for r in rows if max(r["official"]["silent"], r["official"]["hello"]) == 1.0]},
+                    "guarded": {"pool": len(pool), "left_out": [r["id"] for r in rows if r["guarded"] is None],
+                                "gold_1.0": sum(r["guarded"]["gold"] == 1.0 for r in pool),
+                                "gold_below_1": [r["id"] for r in pool if r["guarded"]["gold"] != 1.0],
+                                "do_nothing_above_0": [r["id"] for r in pool if max(r["guarded"]["silent"], r["guarded"]["hello"]) > 0]},
+                    "wall_s": time.perf_counter() - t0}
     return out
 
 
@@ -81,7 +96,7 @@ def agent(a: argparse.Namespace) -> dict:
     model, tok = load_second_model(a.agent)
     user = open_service("user", SecondModelConfig(path=a.user, max_new_tokens=a.user_tokens, temperature=0.0,
                                                   batch=a.concurrency, timeout_s=600))
-    tasks = build(f"tau2_{a.domain}", kind="domain", split=None).generate(a.n, seed=0)
+    tasks = build(f"tau2_{a.domain}", kind="domain", split=None, reward=a.reward).generate(a.n, seed=0)
     opts = Tau2Options(max_steps=a.max_steps, max_new_tokens=a.max_new_tokens, concurrency=a.concurrency, seed=0,
                        temperature=a.temperature)
     t0 = time.perf_counter()
@@ -122,7 +137,7 @@ def smoke() -> dict:
     d = str(save_policy(*build_tiny(TinyModelConfig(max_position_embeddings=4096), seed=0),
                         Path(tempfile.mkdtemp()) / "tiny4k"))
     a = argparse.Namespace(agent=d, user=d, domain="mock", n=2, max_steps=3, max_new_tokens=12, user_tokens=8,
-                           concurrency=2, engine="hf", temperature=1.0)
+                           concurrency=2, engine="hf", temperature=1.0, reward="official")
     return {"gold": gold(["mock"], 2), "agent": agent(a)}
 
 
@@ -131,6 +146,8 @@ if __name__ == "__main__":
     ap.add_argument("mode", choices=["gold", "agent", "smoke"])
     ap.add_argument("--domains", default=",".join(DOMAINS))
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--reward", choices=["official", "guarded"], default="official",
+                    help="agent: τ²'s own reward (pass^1 comparable with published figures) or the guarded training reward")
     ap.add_argument("--limit", type=int, default=0, help="gold: the first N tasks of each domain (0: all)")
     ap.add_argument("--skip", type=int, default=0, help="gold: start after the first N tasks of each domain")
     ap.add_argument("--agent", default="models/smollm2")

@@ -195,6 +195,11 @@ def _check_tasks(cfg: RunConfig) -> None:
             if role not in cfg.models:
                 raise ConfigError(f"{key}: its episodes talk to a second model as {role!r}, and models.{role} is not set: "
                                   f"name one, e.g. models: {{{role}: {{path: models/smollm2}}}} (docs/second_model.md)")
+        for arg in registry("domain").props(name)["model_args"]:  # e.g. τ²'s `judge: judge`
+            role = d.args.get(arg)
+            if role is not None and role not in cfg.models:
+                raise ConfigError(f"{key}.args.{arg}={role!r} names a second model, and models.{role} is not set: "
+                                  f"name one, e.g. models: {{{role}: {{path: models/smollm2}}}} (docs/second_model.md)")
     _check_curriculum(cfg)
     if not cfg.tasks.domains and not cfg.tasks.files:
         raise ConfigError("tasks: no domains and no task files; a run needs at least one of tasks.domains / tasks.files")

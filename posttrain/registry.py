@@ -45,12 +45,13 @@ PROPERTIES: dict[str, dict[str, tuple[Any, ...] | type]] = {
     # `max_batch`, its generation concurrency; model_check: config.json dict -> why it cannot run it, or None
     "engine": {"inflight_weights": bool, "max_batch_arg": bool, "model_check": object},
     # second_models: the roles under `models:` its episodes talk to (τ²: ("user",), the simulated customer);
-    # config_check refuses a run that names the domain but not the model
-    "domain": {"second_models": tuple},
+    # config_check refuses a run that names the domain but not the model; model_args: its args whose value,
+    # when set, names a role under `models:` (τ²: ("judge",)), refused at load when that role is not set
+    "domain": {"second_models": tuple, "model_args": tuple},
 }
 # kind -> {property: the value an entry that leaves it out declares}: properties added after plugins
 # existed. normalisable=False: a loss that does not take `denom` refuses a non-default rl.loss_norm.
-PROPERTY_DEFAULTS: dict[str, dict[str, Any]] = {"loss": {"normalisable": False}, "domain": {"second_models": ()}}
+PROPERTY_DEFAULTS: dict[str, dict[str, Any]] = {"loss": {"normalisable": False}, "domain": {"second_models": (), "model_args": ()}}
 
 
 class Registry(Generic[T]):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from posttrain.config import RunConfig
+from posttrain.errors import ConfigError
 from posttrain.eval.heldout import HeldoutResult, paired_mcnemar
 from posttrain.models.base import build_base
 from posttrain.recipes.pipeline import Report, RunContext, recipe
@@ -41,8 +42,6 @@ def quickstart_model(model: str, convert: bool = True) -> tuple[str, Path]:
     """`quickstart --model` -> (catalog name, HF directory): the name picks the preset. A directory names
     its model in the manifest `posttrain models get` writes; a catalog name is converted into
     models_home() ($POSTTRAIN_MODELS_DIR, models/catalog.py) on first use."""
-    from posttrain.errors import ConfigError
-
     p = Path(model)
     if p.is_dir():
         manifest = p / "posttrain-model.json"
@@ -120,8 +119,12 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     out = RunDir(run_dir).sft_model
     if (out / "config.json").is_file():  # a resumed run: the warm-up is done
         return load_policy(out)
-    model, tok = base or build_base(cfg, run_dir)
     s = cfg.sft
+    if not splits.sft:  # before the model loads: a warm-up with nothing to learn from is a config mistake
+        doms = ", ".join(sorted({t.domain for t in splits.train})) or "none"
+        raise ConfigError(f"sft.steps={s.steps}: the warm-up has no demonstration (tasks.sft_frac={cfg.tasks.sft_frac} "
+                          f"of the training tasks with a one-reply oracle; domains: {doms}); set sft.steps=0 for RL alone")
+    model, tok = base or build_base(cfg, run_dir)
     seqs = demo_sequences(tok, [(t.prompt, t.oracle) for t in splits.sft])
     loop = SupervisedLoop(model, tok.pad_token_id, seqs, s.steps, s.optim, s.batch_size, cfg.seed)
     val = validation_tasks(cfg, splits) if s.stop_at_pass is not None else []

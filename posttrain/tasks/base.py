@@ -45,13 +45,21 @@ class DomainFamily(Protocol):
     def __call__(self, name: str) -> str | None: ...
 
 
+def question_key(t: Task) -> str:
+    """What makes a task a different question, for keeping splits apart: its last prompt message, and
+    where a simulated user drives the episode, the user's scenario too (a τ² prompt is the domain's
+    policy alone, the same for every task of the domain)."""
+    scenario = t.metadata.get("user_scenario")
+    return t.prompt[-1].content if scenario is None else f"{t.prompt[-1].content}\n{scenario}"
+
+
 def generate_split(domain: Domain, n: int, seed: int, difficulty: float, exclude: set[str] = frozenset()) -> list[Task]:
     """`n` tasks whose prompts are not in `exclude` (keeps held-out splits disjoint)."""
     out: list[Task] = []
     attempt = 0
     while len(out) < n and attempt < 20:
         for t in domain.generate(n * 2, seed + 7919 * attempt, difficulty):
-            key = t.prompt[-1].content
+            key = question_key(t)
             if key not in exclude:
                 exclude = exclude | {key}
                 out.append(t)

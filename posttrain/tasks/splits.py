@@ -46,7 +46,7 @@ def _image_key(t: Task) -> tuple:
 
 def _text_splits(cfg: Any) -> tuple[list[Task], list[Task]]:
     from posttrain.registry import build
-    from posttrain.tasks.base import generate_split
+    from posttrain.tasks.base import generate_split, question_key
 
     train, held = [], []
     for name, d in cfg.tasks.domains.items():
@@ -55,14 +55,17 @@ def _text_splits(cfg: Any) -> tuple[list[Task], list[Task]]:
         held += ho
         if d.held_out:  # a held-out domain: never trained on, evaluated apart (transfer)
             continue
-        seen = {t.prompt[-1].content for t in ho}
+        seen = {question_key(t) for t in ho}
         levels = train_levels(cfg, name)
         pools = []
         for level, n in levels:
             part = generate_split(dom, n, cfg.seed, level, exclude=seen)
-            seen |= {t.prompt[-1].content for t in part}
+            seen |= {question_key(t) for t in part}
             pools.append((level, part if len(levels) == 1 else [level_task(t, level) for t in part]))
         check_level_pools(name, pools)
+        if not any(part for _, part in pools) and d.n_train > 0:
+            raise ConfigError(f"tasks.domains.{name}: no training task left: the domain made {len(ho)} for the held-out "
+                              f"split (n_eval={d.n_eval}) and no other (a small fixed set such as τ²'s mock); lower n_eval")
         train += [t for _, part in pools for t in part]
     return train, held
 
@@ -122,8 +125,9 @@ def _image_splits(cfg: Any) -> tuple[list[Task], list[Task]]:
 
 
 def sft_demos(train: list[Task], frac: float) -> list[Task]:
-    """The first `frac` of each domain's tasks that have an oracle answer."""
-    demos = [t for t in train if t.oracle is not None]
+    """The first `frac` of each domain's tasks that have an oracle answer (not a simulated user's task:
+    its oracle is the plan a replay runs, not a reply to train on)."""
+    demos = [t for t in train if t.oracle is not None and "user_scenario" not in t.metadata]
     cut = {d: round(frac * sum(t.domain == d for t in demos)) for d in {t.domain for t in demos}}
     out = []
     for t in demos:

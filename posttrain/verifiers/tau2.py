@@ -2,6 +2,7 @@
 
     Spec("tau2", {"domain": "airline", "task_id": "12"})            # what tasks/tau2.py puts on each task
     Spec("tau2", {"domain": "mock", "task_id": "create_task_1", "judge_nl": True})  # + NL assertions
+    Spec("tau2", {"domain": "airline", "task_id": "0", "guard": True})   # doing nothing earns nothing
 
 The verifier trusts nothing the agent wrote about the state. It replays the agent's recorded
 tool calls (the `tool_call` of each assistant turn, in order) into a fresh copy of the task's
@@ -16,7 +17,10 @@ starting database, then computes each part of τ²'s reward that the task's `rew
   assertion is put to the `judge` model (verifiers/judge.py, rubric mode, over the agent's
   messages); a judge failure is an infrastructure error, not a score.
 
-The reward is the product of the parts, as in tau2. Calls to anything but the domain's agent
+The reward is the product of the parts, as in tau2. With `guard` (what the domains put on their
+tasks unless `reward: official`), a task whose reward an episode that does nothing would earn
+also needs SPOKE and GOLD_CALLS, and its NL assertions when `judge_nl` (tasks/tau2_guard.py).
+An agent that said nothing fails every NL assertion without a judge call. Calls to anything but the domain's agent
 tools do nothing (tasks/tau2_env.py), so no sequence of calls can reach the hash by another road.
 """
 
@@ -27,6 +31,7 @@ from typing import Any
 
 from posttrain.registry import build, verifier
 from posttrain.tasks.tau2_env import Tau2Env, gold_hash, tau2_tasks
+from posttrain.tasks.tau2_guard import calls_made, check_guardable, guard_of
 from posttrain.types import Message, Spec, Task, Trajectory, Turn, VerifyResult, thaw
 from posttrain.verifiers.base import VerifyContext
 
@@ -60,10 +65,13 @@ def _action_matched(action: Any, calls: list[tuple[str, dict[str, Any]]]) -> boo
 
 @verifier("tau2", answer_format="line")  # multi-step episodes: the step budget decides (rules.py)
 class Tau2Verifier:
-    def __init__(self, domain: str, task_id: str, judge_nl: bool = False, judge_model: str = "judge") -> None:
+    def __init__(self, domain: str, task_id: str, judge_nl: bool = False, judge_model: str = "judge",
+                 guard: bool = False) -> None:
         if task_id not in tau2_tasks(domain):
             raise ValueError(f"tau2 {domain}: no task {task_id!r}")
-        self.domain, self.task_id, self.judge_nl, self.judge_model = domain, task_id, judge_nl, judge_model
+        self.domain, self.task_id, self.judge_nl, self.judge_model, self.guard = domain, task_id, judge_nl, judge_model, guard
+        if guard:
+            check_guardable(domain, task_id, judged=judge_nl)
         self.crit = tau2_tasks(domain)[task_id].evaluation_criteria
 
     def _state_parts(self, traj: Trajectory) -> dict[str, float]:
@@ -81,7 +89,9 @@ class Tau2Verifier:
 
     async def _nl_part(self, task: Task, traj: Trajectory, ctx: VerifyContext) -> VerifyResult:
         """All NL assertions hold, per the judge over the agent's messages (1.0 when there are none)."""
-        said = "\n".join(agent_messages(traj))
+        said = "\n".join(m for m in agent_messages(traj) if m.strip())
+        if not said and self.crit.nl_assertions:  # nothing said: no assertion about the agent's messages can hold
+            return VerifyResult(0.0, False, reason="the agent sent no message: no NL assertion can hold")
         for assertion in self.crit.nl_assertions or []:
             judge = build(Spec("judge", {"model": self.judge_model, "mode": "rubric", "rubric": assertion}),
                           kind="verifier")
@@ -92,17 +102,33 @@ class Tau2Verifier:
                 return r
         return VerifyResult(1.0, True)
 
+    def _guard_parts(self, traj: Trajectory) -> dict[str, float]:
+        """SPOKE and GOLD_CALLS on a task an episode that does nothing would pass (empty elsewhere)."""
+        g = guard_of(self.domain, self.task_id)
+        if not (self.guard and g.null_rewarded):
+            return {}
+        parts = {"SPOKE": float(any(m.strip() for m in agent_messages(traj)))}
+        if g.calls:
+            parts["GOLD_CALLS"] = float(calls_made(g.calls, agent_calls(traj)))
+        return parts
+
     async def __call__(self, task: Task, traj: Trajectory, ctx: VerifyContext) -> VerifyResult:
         if self.crit is None:
             return VerifyResult(1.0, True, {"note": "task has no evaluation criteria"})
         parts = await asyncio.to_thread(self._state_parts, traj)
-        basis = [b.value for b in self.crit.reward_basis]
-        if "NL_ASSERTION" in basis or (self.judge_nl and self.crit.nl_assertions):
-            nl = await self._nl_part(task, traj, ctx)
-            if nl.status != "ok":
-                return nl
-            parts["NL_ASSERTION"] = nl.score
+        guard = self._guard_parts(traj)
+        parts |= guard
+        basis = sorted({b.value for b in self.crit.reward_basis} | set(guard))
+        judged = self.judge_nl and (not self.guard or bool(guard))  # guarded: the judge only where the guard is needed
+        if "NL_ASSERTION" in basis or (judged and self.crit.nl_assertions):
             basis = sorted(set(basis) | {"NL_ASSERTION"})
+            if any(parts[b] < 1.0 for b in basis if b != "NL_ASSERTION"):
+                parts["NL_ASSERTION"] = 0.0  # the reward is 0 already: no judge call spent on it
+            else:
+                nl = await self._nl_part(task, traj, ctx)
+                if nl.status != "ok":
+                    return nl
+                parts["NL_ASSERTION"] = nl.score
         reward = 1.0
         for b in basis:
             reward *= parts[b]

@@ -129,3 +129,26 @@ def test_a_run_naming_a_tau2_domain_without_a_user_model_is_refused_at_load():
     with pytest.raises(ConfigError, match=r"tasks.domains.tau2_mock: its episodes talk to a second model as 'user', "
                                           r"and models.user is not set"):
         check_config(cfg, needs=("tasks",))
+
+
+def test_a_tau2_judge_role_that_is_not_a_model_of_the_run_is_refused_at_load():
+    from posttrain.config import load_config
+    from posttrain.config_check import check_config
+    from posttrain.errors import ConfigError
+
+    cfg = load_config(None, ["tasks.domains={tau2_mock: {n_train: 4, n_eval: 2, args: {judge: judge}}}",
+                             "models={user: {path: models/smollm2}}"])
+    with pytest.raises(ConfigError, match=r"tasks.domains.tau2_mock.args.judge='judge' names a second model, "
+                                          r"and models.judge is not set"):
+        check_config(cfg, needs=("tasks",))
+
+
+def test_an_unknown_tau2_reward_mode_is_refused_at_load_naming_the_choices():
+    from posttrain.config import load_config
+    from posttrain.config_check import check_config
+    from posttrain.errors import ConfigError
+
+    cfg = load_config(None, ["tasks.domains={tau2_mock: {n_train: 4, n_eval: 2, args: {reward: strict}}}",
+                             "models={user: {path: models/smollm2}}"])
+    with pytest.raises(ConfigError, match=r"tasks.domains.tau2_mock.args.reward='strict': expected one of guarded, official"):
+        check_config(cfg, needs=("tasks",))
