@@ -182,6 +182,9 @@ def _validate(cfg: Any) -> None:
         check(cfg)
 
 
+RETRY_SEEDS = 8  # seeds tried for an item a generator fails to make (ReasoningGymDomain._made)
+
+
 def rg_seed(name: str, seed: int, level: float) -> int:
     return int(hashlib.sha256(f"{name}:{seed}:{level:g}".encode()).hexdigest()[:8], 16)
 
@@ -239,9 +242,24 @@ class ReasoningGymDomain:
         for level, count in _level_counts(n, difficulty, rng).items():
             s = rg_seed(self.generator, seed, level)
             args_json = json.dumps(self.args, sort_keys=True)
-            tasks += [self._task(item(self.generator, level, args_json, s, count, i), level, s, count, i)
-                      for i in range(count)]
+            tasks += [self._made(level, args_json, s, count, i) for i in range(count)]
         return tasks
+
+    def _made(self, level: float, args_json: str, seed: int, size: int, index: int) -> Task:
+        """Item `index`; where the generator fails to make it (tsumego's "Failed to generate a capture
+        problem" on some seeds), the same index of the next seeds, up to RETRY_SEEDS: the task's spec
+        names the seed that made it, so the verifier regenerates the same item."""
+        for s in range(seed, seed + RETRY_SEEDS):
+            try:
+                made = item(self.generator, level, args_json, s, size, index)
+            except ConfigError:
+                raise
+            except Exception as e:  # noqa: BLE001  the generator's own failure to make this item
+                err = e
+                continue
+            return self._task(made, level, s, size, index)
+        raise RuntimeError(f"{self.name}: reasoning-gym failed to make item {index} at difficulty {level:g} on "
+                           f"{RETRY_SEEDS} seeds from {seed}: {err}")
 
     def _task(self, item: dict, level: float, seed: int, size: int, index: int) -> Task:
         answer = reference_answer(self.generator, item)
