@@ -142,7 +142,7 @@ def test_a_hostile_agent_cannot_forge_the_database_hash():
 
 
 def test_a_partial_replay_misses_the_gold_state():
-    t = next(t for t in tasks("retail", 114) if len(json.loads(t.oracle)) >= 3 and "modify" in t.oracle)
+    t = next(t for t in tasks("retail", 20) if len(json.loads(t.oracle)) >= 3 and "modify" in t.oracle)
     gold = gold_trajectory(t)
     writes = [i for i, x in enumerate(gold.turns) if x.tool_call and not x.tool_call.name.startswith(("get_", "find_"))]
     partial = gold.turns[:writes[-1]] + gold.turns[writes[-1] + 1:]
