@@ -9,7 +9,7 @@ A suite file:
     name: regression
     epochs: 5
     seed: 0
-    sampling: {temperature: 0.7, top_p: 1.0, max_new_tokens: 24}
+    sampling: {temperature: 0.7, top_p: 1.0, max_new_tokens: 24}   # token_budget: N bounds a whole episode
     concurrency: {generation: 256, sandboxes: 2}
     tasks:
       - file: tasks/regression.jsonl         # relative to the suite file, as every path a file names
@@ -40,7 +40,9 @@ from posttrain.types import Task, content_hash
 
 BUILTIN_DIR = Path(__file__).parent / "suites"
 _SUITE_KEYS = {"name", "description", "epochs", "seed", "sampling", "concurrency", "tasks"}
-_SAMPLING_KEYS = {"temperature", "top_p", "top_k", "max_new_tokens"}
+# token_budget: a multi-step task's whole episode, prompt included (training's agent.token_budget); default
+# the engine's context. max_new_tokens is one-step tasks' (an episode's turns keep their task's limit).
+_SAMPLING_KEYS = {"temperature", "top_p", "top_k", "max_new_tokens", "token_budget"}
 _SOURCE_KEYS = {"file", "domain", "n", "seed", "difficulty", "args", "pins"}
 
 
@@ -136,6 +138,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     bad = set(data.get("sampling") or {}) - _SAMPLING_KEYS
     if bad:
         raise EvalError(f"{path}: unknown sampling key(s) {', '.join(sorted(bad))}")
+    budget = (data.get("sampling") or {}).get("token_budget")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise EvalError(f"{path}: sampling.token_budget must be a positive number of tokens, got {budget!r}")
     if not isinstance(data.get("tasks"), list) or not data["tasks"]:
         raise EvalError(f"{path}: 'tasks' must be a non-empty list of task sources")
     return data

@@ -89,6 +89,26 @@ def test_multi_step_task_runs_as_a_scored_agent_episode(tiny, tmp_path, monkeypa
     assert all(r.steps == 2 for r in recs) and s["domains"]["terminal"]["steps"] == 2.0
 
 
+def test_a_suite_token_budget_ends_an_episode_before_its_step_limit(tiny, tmp_path, monkeypatch):
+    suite = shell_suite(tmp_path / "s.yaml", n=1)
+    doc = yaml.safe_load(suite.read_text())
+    suite.write_text(yaml.safe_dump(doc | {"sampling": doc["sampling"] | {"token_budget": 200}}))
+    evaluate_with(lambda tok: ScriptedEngine(tok, steps_policy(WRITE)), tiny, suite, tmp_path / "out", monkeypatch)
+    rec, = RecordFile(tmp_path / "out" / "samples.jsonl").load().values()  # the policy never submits: 6 steps unbounded
+    assert rec.trajectory["finish_reason"] == "token_budget" and 1 <= rec.steps < 6
+
+
+@pytest.mark.parametrize("budget", [0, -5, "many", True])
+def test_a_suite_token_budget_that_is_not_a_positive_count_is_refused_naming_the_file(tmp_path, budget):
+    from posttrain.eval.records import EvalError
+
+    suite = shell_suite(tmp_path / "s.yaml", n=1)
+    doc = yaml.safe_load(suite.read_text())
+    suite.write_text(yaml.safe_dump(doc | {"sampling": {"token_budget": budget}}))
+    with pytest.raises(EvalError, match=rf"{tmp_path / 's.yaml'}: sampling.token_budget must be a positive number"):
+        load_suite(suite)
+
+
 def test_failed_episode_counts_as_failure_not_infra(tiny, tmp_path, monkeypatch):
     s = evaluate_with(lambda tok: ScriptedEngine(tok, steps_policy(SUBMIT)), tiny,
                       shell_suite(tmp_path / "s.yaml"), tmp_path / "out", monkeypatch)
