@@ -40,6 +40,13 @@ def rewrite_harbor_paths(text: str) -> str:
         text = re.sub(rf"(?<![\w./-]){re.escape(src)}(?=$|[/\s\"';:)])", dst, text, flags=re.MULTILINE)
     return text
 
+# The system message of every Harbor task: how to call the shell, shown by example (the task's only tool
+# besides the session built-ins). Without it a model has to guess the call syntax.
+SYSTEM = ("You are in a shell in the task's working directory. Run a command by writing exactly\n"
+          '<tool_call>{"name": "shell", "arguments": {"cmd": "ls -la"}}</tool_call>\n'
+          "and nothing after it; its output comes back as the next message. Files, the working directory and "
+          "the environment persist between calls. When the task is done, reply with the single word: done")
+
 _DIFFICULTY = {"easy": 1.0, "medium": 2.0, "hard": 3.0}
 MAX_FILE = 1 << 20
 
@@ -142,7 +149,7 @@ def load_harbor_task(folder: str | Path, environment: str = "build", allow_unrep
     tests = {k: rewrite_harbor_paths(v) if k.endswith(".sh") else v for k, v in _text_files(root / "tests").items()}
     return Task(
         id=f"harbor-{root.name}", domain="terminal",
-        prompt=(Message("system", "You have a shell in the task directory (tool `shell`). Say 'done' when finished."), Message("user", text)),
+        prompt=(Message("system", SYSTEM), Message("user", text)),
         verifier=Spec("harbor_test", {"tests": tests, "wall_s": timeout}),
         difficulty=_DIFFICULTY.get(diff, 2.0), environment=Environment(image="host", files=env, tools=("shell",)),
         limits=Limits(max_steps=50, max_new_tokens=1024, timeout_s=agent_timeout),
@@ -175,7 +182,7 @@ def _image_task(root: Path, meta: dict, toml_path: Path, dockerfile: Path, allow
                            + [{"answer": "done"}])
     return Task(
         id=f"harbor-{root.name}", domain="terminal",
-        prompt=(Message("system", "You have a shell in the task's working directory (tool `shell`). Say 'done' when finished."),
+        prompt=(Message("system", SYSTEM),
                 Message("user", (root / "instruction.md").read_text(encoding="utf-8"))),
         verifier=Spec("image_test", {"tests": _text_files(root / "tests"), "wall_s": timeout}),
         difficulty=_DIFFICULTY.get(diff, 2.0), environment=Environment(image=digest, files={}, tools=("shell",)),
