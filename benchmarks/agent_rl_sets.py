@@ -14,8 +14,8 @@ Everything goes through the CLI a user runs, in this order:
 2. `posttrain eval` of the starting model and of the trained one on the held-out tasks (a suite file over
    the run's heldout.jsonl; greedy, one episode per task), which records every episode with its steps.
 3. `posttrain compare --json` of the two evaluations: paired pass@1 delta, interval, McNemar.
-4. From the recorded episodes: mean steps with a normal-approximation 95% interval, how each episode ended (finish reason), and
-   a failure class per failed episode: `no_call` (no tool call attempted: prose only), `malformed_calls`
+4. From the recorded episodes: mean steps with a normal-approximation 95% interval, how each episode ended
+   (finish reason), and a failure class per failed episode: `no_call` (no tool call attempted: prose only), `malformed_calls`
    (it tried, but no call parsed and validated), `calls_failed` (calls ran, every one failed or exited
    non-zero), `checks_failed` (some calls succeeded, the task's checks still failed).
 
