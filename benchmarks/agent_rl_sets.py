@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/agent_rl_sets.py --model tiny                           # a fresh tiny model (4k context)
     .venv/bin/python benchmarks/agent_rl_sets.py --model models/smollm2 --domain blender_scene --difficulty 0
     .venv/bin/python benchmarks/agent_rl_sets.py --model tiny --rl-steps 1 --n-train 4 --n-eval 2   # smoke
+    .venv/bin/python benchmarks/agent_rl_sets.py --model tiny --domain blender_scene --sft-steps 300  # after a warm-up
 
 Everything goes through the CLI a user runs, in this order:
 
@@ -11,9 +12,12 @@ Everything goes through the CLI a user runs, in this order:
    images, the bash tool) or `blender_scene` (seeded scenes, Blender's tools; needs `make blender`):
    `--n-train` tasks to train on, `--n-eval` held out (disjoint: the run's tasks/heldout.jsonl), multi-step
    episodes through the one RL loop (its own held-out evals are turned off: step 2 measures instead).
+   With `--sft-steps N` it first warms up: N SFT steps on `tasks.sft_frac` of the training tasks, their oracle
+   plans acted out with the real tools (the episodes' tools listed the same way, `agent.tools_prompt`).
 2. `posttrain eval` of the starting model and of the trained one on the held-out tasks (a suite file over
    the run's heldout.jsonl; greedy, one episode per task), which records every episode with its steps.
-3. `posttrain compare --json` of the two evaluations: paired pass@1 delta, interval, McNemar.
+   After a warm-up, "before" is the warmed-up model (the run's sft-model) and "start" the model before it.
+3. `posttrain compare --json` of before and after: paired pass@1 delta, interval, McNemar.
 4. From the recorded episodes: mean steps with a normal-approximation 95% interval, how each episode ended
    (finish reason), and a failure class per failed episode: `no_call` (no tool call attempted: prose only), `malformed_calls`
    (it tried, but no call parsed and validated), `calls_failed` (calls ran, every one failed or exited
@@ -103,6 +107,9 @@ def main() -> None:
     ap.add_argument("--group-size", type=int, default=4)
     ap.add_argument("--token-budget", type=int, default=3072,
                     help="a whole episode, prompt included: agent.token_budget in RL, sampling.token_budget in the evals")
+    ap.add_argument("--sft-steps", type=int, default=0, help="an SFT warm-up on oracle plans before RL (sft.steps)")
+    ap.add_argument("--tools-prompt", default="auto", choices=["auto", "template", "text", "none"],
+                    help="how the episodes show their tools: agent.tools_prompt in RL, sampling.tools_prompt in the evals")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json-out", default="")
     ap.add_argument("overrides", nargs="*")
@@ -116,26 +123,31 @@ def main() -> None:
     t0 = time.perf_counter()
     level = "" if a.difficulty is None else f", difficulty: {a.difficulty}"
     domain = f"{{{a.domain}: {{n_train: {a.n_train}, n_eval: {a.n_eval}{level}}}}}"
-    _run(["rl", "examples/tiny_rl.yaml", f"tasks.domains={domain}", f"model.path={model}", "sft.steps=0",
+    _run(["rl", "examples/tiny_rl.yaml", f"tasks.domains={domain}", f"model.path={model}", f"sft.steps={a.sft_steps}",
           f"seed={a.seed}", f"rl.steps={a.rl_steps}", f"rl.prompts_per_step={a.prompts_per_step}",
-          f"rl.group_size={a.group_size}", f"agent.token_budget={a.token_budget}", "rl.checkpoint_every=0",
+          f"rl.group_size={a.group_size}", f"agent.token_budget={a.token_budget}", f"agent.tools_prompt={a.tools_prompt}", "rl.checkpoint_every=0",
           "eval.before=false", "eval.after=false", *a.overrides, "--out", str(run)],
          out / "rl.log")
     rl_s = time.perf_counter() - t0
 
     suite = out / "heldout_suite.yaml"
     suite.write_text(json.dumps({"name": f"{a.domain}_heldout", "epochs": 1,
-                                 "sampling": {"temperature": 0.0, "token_budget": a.token_budget},
+                                 "sampling": {"temperature": 0.0, "token_budget": a.token_budget,
+                                              "tools_prompt": a.tools_prompt},
                                  "tasks": [{"file": str(run / "tasks" / "heldout.jsonl")}]}))
     evals = {}
-    for tag, m in (("before", model), ("after", str(run))):  # a run directory: its newest checkpoint
+    models = [("before", model), ("after", str(run))]  # a run directory: its newest checkpoint
+    if a.sft_steps:
+        models = [("start", model), ("before", str(run / "sft-model")), ("after", str(run))]
+    for tag, m in models:
         _run(["eval", "--model", m, "--suite", str(suite), "--out", str(out / f"eval_{tag}"), "--no-cache",
               "--overwrite"], out / f"eval_{tag}.log")
         evals[tag] = episodes(out / f"eval_{tag}")
     cmp = json.loads(_run(["compare", str(out / "eval_before"), str(out / "eval_after"), "--json"],
                           out / "compare.log").stdout)
-    doc = {"domain": a.domain, "difficulty": a.difficulty, "model": a.model, "seed": a.seed, "n_train": a.n_train, "n_eval": a.n_eval, "rl_steps": a.rl_steps,
-           "rl_wall_s": rl_s,
+    doc = {"domain": a.domain, "difficulty": a.difficulty, "model": a.model, "seed": a.seed, "n_train": a.n_train,
+           "n_eval": a.n_eval, "sft_steps": a.sft_steps, "tools_prompt": a.tools_prompt, "rl_steps": a.rl_steps, "rl_wall_s": rl_s,
+           "overrides": a.overrides,
            "rewards": [json.loads(x).get("reward/mean") for x in (run / "metrics.jsonl").read_text().splitlines()],
            "eval": evals, "compare": cmp}
     text = json.dumps(doc, indent=1, default=str)

@@ -27,13 +27,15 @@ from posttrain.types import Task, Trajectory, is_multi_step
 
 def episode_options(sampling: Mapping[str, Any], seed: int, concurrency: int) -> Any:
     """Greedy or sampled episodes under the suite's temperature/top_p, within its token_budget (the whole
-    conversation; none: the engine's context); step limits stay the task's."""
+    conversation; none: the engine's context), tools shown as its tools_prompt says (default auto);
+    step limits stay the task's."""
     from posttrain.rollout.agent.loop import AgentOptions
 
     budget = sampling.get("token_budget")
     return AgentOptions(n=1, temperature=float(sampling.get("temperature", 0.0)),
                         top_p=float(sampling.get("top_p", 1.0)), seed=seed, concurrency=concurrency,
-                        token_budget=int(budget) if budget else None)
+                        token_budget=int(budget) if budget else None,
+                        tools_prompt=str(sampling.get("tools_prompt", "auto")))
 
 
 def _episodes_only(opts: Any) -> Any:

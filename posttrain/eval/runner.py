@@ -255,6 +255,8 @@ def _keyed_sampling(task: Task, sampling: dict[str, Any]) -> dict[str, Any]:
     if is_multi_step(task):
         out["environment"] = content_hash({"environment": task.environment, "metadata": task.metadata,
                                            "limits": task.limits})
+        # the prompt ids above are the task's own; the episode's also show its tools this way
+        out["tools_prompt"] = out.get("tools_prompt", "auto")
     return out
 
 

@@ -42,7 +42,9 @@ BUILTIN_DIR = Path(__file__).parent / "suites"
 _SUITE_KEYS = {"name", "description", "epochs", "seed", "sampling", "concurrency", "tasks"}
 # token_budget: a multi-step task's whole episode, prompt included (training's agent.token_budget); default
 # the engine's context. max_new_tokens is one-step tasks' (an episode's turns keep their task's limit).
-_SAMPLING_KEYS = {"temperature", "top_p", "top_k", "max_new_tokens", "token_budget"}
+# tools_prompt: how an episode's tools reach the model (training's agent.tools_prompt; default auto).
+_SAMPLING_KEYS = {"temperature", "top_p", "top_k", "max_new_tokens", "token_budget", "tools_prompt"}
+_TOOLS_PROMPT = ("auto", "template", "text", "none")  # rollout/agent/tool_prompt.py MODES
 _SOURCE_KEYS = {"file", "domain", "n", "seed", "difficulty", "args", "pins"}
 
 
@@ -141,6 +143,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     budget = (data.get("sampling") or {}).get("token_budget")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise EvalError(f"{path}: sampling.token_budget must be a positive number of tokens, got {budget!r}")
+    shown = (data.get("sampling") or {}).get("tools_prompt", "auto")
+    if shown not in _TOOLS_PROMPT:
+        raise EvalError(f"{path}: sampling.tools_prompt must be one of {', '.join(_TOOLS_PROMPT)}, got {shown!r}")
     if not isinstance(data.get("tasks"), list) or not data["tasks"]:
         raise EvalError(f"{path}: 'tasks' must be a non-empty list of task sources")
     return data

@@ -44,7 +44,8 @@ async def warm_up(model: Any, tok: Any, train: list[Any], cfg: RunConfig, log: L
 
     r = cfg.agent.recipe
     val = train[:r.val_tasks]
-    demos = await plan_demonstrations(tok, reread_tasks(train, r.reread, cfg.seed))
+    shown = {"tools_prompt": cfg.agent.tools_prompt, "context": model.config.max_position_embeddings}  # as the episodes
+    demos = await plan_demonstrations(tok, reread_tasks(train, r.reread, cfg.seed), **shown)
     if r.stop_at is None:
         losses = sft_on_demonstrations(model, tok, demos, steps=cfg.sft.steps, optim=cfg.sft.optim, batch_size=32,
                                        seed=cfg.seed)
@@ -53,7 +54,7 @@ async def warm_up(model: Any, tok: Any, train: list[Any], cfg: RunConfig, log: L
     if r.habits:  # the same tasks acted out as a base model would (agent_tasks.habit_tasks)
         gs, gl, rc = r.habits
         mixed = await plan_demonstrations(tok, reread_tasks(habit_tasks(train, gs, gl, rc, cfg.seed), r.reread,
-                                                            cfg.seed + 1))
+                                                            cfg.seed + 1), **shown)
         losses += await habits_until(model, tok, mixed, val, cfg, log)
     return losses
 

@@ -29,7 +29,7 @@ from posttrain.recipes.pipeline import Report, RunContext, recipe
 from posttrain.recipes.presets import load_preset
 from posttrain.store.run import SUMMARY, RunDir
 from posttrain.tasks.splits import Splits, make_splits
-from posttrain.types import Task
+from posttrain.types import Task, is_multi_step
 
 # What `posttrain quickstart` sets over the RunConfig defaults: presets/quickstart.yaml.
 QUICKSTART_DEFAULTS: dict[str, Any] = load_preset("quickstart")
@@ -103,6 +103,28 @@ def validation_tasks(cfg: RunConfig, splits: Splits) -> list[Task]:
     return out
 
 
+async def demonstrations(cfg: RunConfig, model: Any, tok: Any, tasks: list[Task], runner: Any) -> list[Any]:
+    """`pack_sequences` rows of the SFT demonstrations: a one-step task's oracle is its one reply; a
+    multi-step task's oracle is an action plan, acted out with its real tools (in a sandbox session
+    where they need one) as the multi-turn conversation the episodes will have, tools shown the same
+    way (rollout/agent/sft.py). Training on the plan's JSON as one reply would teach a format no
+    episode accepts."""
+    from posttrain.rollout.agent.sft import plan_demonstrations
+    from posttrain.train.sft import demo_sequences
+
+    multi = [t for t in tasks if is_multi_step(t)]
+    seqs = demo_sequences(tok, [(t.prompt, t.oracle) for t in tasks if not is_multi_step(t)])
+    if multi:
+        sandbox = runner.ctx.sandbox if runner is not None else None
+        context = getattr(model.config, "max_position_embeddings", None)
+        seqs += await plan_demonstrations(tok, multi, max_len=context, sandbox=sandbox,
+                                          tools_prompt=cfg.agent.tools_prompt, context=context)
+    if not seqs:
+        raise ConfigError(f"sft.steps={cfg.sft.steps}: none of the {len(tasks)} demonstration tasks gave a "
+                          "demonstration that fits the model's context")
+    return seqs
+
+
 async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Report, runner: Any,
                     base: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
     """SFT on oracle demonstrations; with `sft.stop_at_pass`, stop at the first check where
@@ -114,7 +136,7 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     from posttrain.models import load_policy, save_policy
     from posttrain.rollout import make_engine
     from posttrain.eval.heldout import evaluate_heldout_mixed
-    from posttrain.train.sft import SupervisedLoop, demo_sequences
+    from posttrain.train.sft import SupervisedLoop
 
     out = RunDir(run_dir).sft_model
     if (out / "config.json").is_file():  # a resumed run: the warm-up is done
@@ -123,9 +145,9 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     if not splits.sft:  # before the model loads: a warm-up with nothing to learn from is a config mistake
         doms = ", ".join(sorted({t.domain for t in splits.train})) or "none"
         raise ConfigError(f"sft.steps={s.steps}: the warm-up has no demonstration (tasks.sft_frac={cfg.tasks.sft_frac} "
-                          f"of the training tasks with a one-reply oracle; domains: {doms}); set sft.steps=0 for RL alone")
+                          f"of the training tasks with an oracle; domains: {doms}); set sft.steps=0 for RL alone")
     model, tok = base or build_base(cfg, run_dir)
-    seqs = demo_sequences(tok, [(t.prompt, t.oracle) for t in splits.sft])
+    seqs = await demonstrations(cfg, model, tok, splits.sft, runner)
     loop = SupervisedLoop(model, tok.pad_token_id, seqs, s.steps, s.optim, s.batch_size, cfg.seed)
     val = validation_tasks(cfg, splits) if s.stop_at_pass is not None else []
     checks: list[dict] = []

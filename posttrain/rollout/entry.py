@@ -55,7 +55,8 @@ def agent_options(params: SamplingParams, agent_cfg: Any) -> AgentOptions:
         n=params.n, temperature=params.temperature, top_p=params.top_p, seed=params.seed,
         time_budget_s=agent_cfg.time_budget_s or None, token_budget=agent_cfg.token_budget or None,
         obs_max_chars=agent_cfg.obs_max_chars, concurrency=agent_cfg.concurrency,
-        retries=agent_cfg.retries, step_weight=agent_cfg.step_weight, malformed_penalty=agent_cfg.malformed_penalty)
+        retries=agent_cfg.retries, step_weight=agent_cfg.step_weight, malformed_penalty=agent_cfg.malformed_penalty,
+        tools_prompt=agent_cfg.tools_prompt)
 
 
 def external_agent(agent_cfg: Any) -> "ExternalAgent | None":

@@ -38,7 +38,6 @@ from typing import Any, Awaitable, Callable, Sequence
 from posttrain.rollout.agent.gen import GenBatcher
 from posttrain.rollout.agent.render import ChatCodec, truncate
 from posttrain.rollout.engine import EngineInfo, GenRequest, SamplingParams
-from posttrain.rollout.prompting import encode_prompt
 from posttrain.rollout.agent.toolcall import ToolCallError, parse_tool_call
 from posttrain.rollout.agent.tools import SandboxDown, Tool, execute, needs_session, tools_for_task
 from posttrain.types import ExecResult, Task, Trajectory, TrajError, Turn, VerifyResult
@@ -60,6 +59,7 @@ class AgentOptions:
     step_weight: float = 0.0  # reward bonus for solving in few steps
     malformed_penalty: float = 0.0  # reward subtracted per malformed call
     verify_timeout_s: float = 60.0
+    tools_prompt: str = "auto"  # how the tools reach the model: auto | template | text | none (tool_prompt.py)
 
 
 @dataclass
@@ -89,6 +89,18 @@ class AgentRunner:
         self.batcher = GenBatcher(engine)
         self.verifiers = verifier_runner or VerifierRunner(sandbox)
         self.context = int(engine.max_len) if isinstance(engine, EngineInfo) else 1 << 30
+        self._modes: dict[tuple[str, ...], str] = {}  # tool names -> the concrete tools_prompt mode
+
+    def prompt_ids(self, task: Task, tools: dict[str, Tool]) -> tuple[int, ...]:
+        """The task's prompt with its tools shown as `opts.tools_prompt` says (tool_prompt.py)."""
+        from posttrain.rollout.agent.tool_prompt import agent_prompt_ids, resolve
+
+        key = tuple(tools)
+        if key not in self._modes:
+            # `auto` weighs the listing against what the episode may spend: its token budget, else the context
+            room = [n for n in (self.opts.token_budget, self.context if isinstance(self.engine, EngineInfo) else None) if n]
+            self._modes[key] = resolve(self.tok, tools, self.opts.tools_prompt, min(room, default=None))
+        return agent_prompt_ids(self.tok, task.prompt, tools, self._modes[key])[0]
 
     # ---- one step -----------------------------------------------------------------------
     async def _generate(self, ep: _Episode, rid: str, seed: int | None) -> Any:
@@ -180,8 +192,9 @@ class AgentRunner:
 
         t0 = time.perf_counter()
         limits = task.limits
-        prompt = encode_prompt(self.tok, task.prompt)
-        ep = _Episode(task, tools_for_task(task), init_state(task), list(prompt), [],
+        tools = tools_for_task(task)
+        prompt = self.prompt_ids(task, tools)
+        ep = _Episode(task, tools, init_state(task), list(prompt), [],
                       time.monotonic() + (self.opts.time_budget_s or limits.timeout_s),
                       self.opts.max_steps or limits.max_steps,
                       min(self.opts.token_budget or self.context, self.context), [],

@@ -7,7 +7,8 @@ A plan step `{"tool", "arguments"}` becomes the assistant turn the agent loop ex
 (`<tool_call>{"name", "arguments"}</tool_call>` then EOS), followed by the observation
 the real tool returns, rendered exactly as the loop renders it (mask 0); the final
 `{"answer"}` step is a plain reply. So the warm-up teaches the call format and the
-conversation framing the RL episodes will see, token for token. Tasks whose tools need
+conversation framing the RL episodes will see, token for token: the prompt shows the tools
+as the episodes do (`tools_prompt` and `context`, tool_prompt.py). Tasks whose tools need
 a sandbox session are skipped unless `sandbox` is given.
 
 Limits: plans are replayed once (observations are fixed); a plan longer than the
@@ -19,7 +20,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from posttrain.rollout.agent.render import ChatCodec, truncate
-from posttrain.rollout.prompting import encode_prompt
 from posttrain.rollout.agent.toolcall import format_tool_call
 from posttrain.types import Task
 
@@ -28,7 +28,8 @@ Demo = tuple[tuple[int, ...], list[Segment]]
 
 
 async def plan_demonstration(codec: ChatCodec, tok: Any, task: Task, obs_max_chars: int = 2000,
-                             session: Any = None) -> Demo:
+                             session: Any = None, tools_prompt: str = "auto", context: int | None = None) -> Demo:
+    from posttrain.rollout.agent.tool_prompt import agent_prompt_ids
     from posttrain.rollout.agent.tools import execute, tools_for_task
     from posttrain.tasks.plan import parse_plan
     from posttrain.tasks.tools_impl import init_state
@@ -46,11 +47,13 @@ async def plan_demonstration(codec: ChatCodec, tok: Any, task: Task, obs_max_cha
         segments.append((codec.assistant_ids(format_tool_call(name, args)), (), True))
         obs = await execute(tools[name], args, state)
         segments.append((codec.observation_ids(truncate(obs.text, obs_max_chars), True), (), False))
-    return encode_prompt(tok, task.prompt), segments
+    return agent_prompt_ids(tok, task.prompt, tools, tools_prompt, context)[0], segments
 
 
-async def plan_demonstrations(tok: Any, tasks: Sequence[Task], max_len: int | None = None, sandbox: Any = None
-                              ) -> list[Demo]:
+async def plan_demonstrations(tok: Any, tasks: Sequence[Task], max_len: int | None = None, sandbox: Any = None,
+                              tools_prompt: str = "auto", context: int | None = None) -> list[Demo]:
+    """One demonstration per task with a plan (dropped when longer than `max_len`); `context` (the
+    model's) decides `tools_prompt: auto` as the episodes' engine does."""
     from posttrain.rollout.agent.tools import needs_session
 
     codec = ChatCodec(tok)
@@ -64,9 +67,9 @@ async def plan_demonstrations(tok: Any, tasks: Sequence[Task], max_len: int | No
             from posttrain.tasks.terminal import open_task_session
 
             async with open_task_session(sandbox, t) as s:
-                d = await plan_demonstration(codec, tok, t, session=s)
+                d = await plan_demonstration(codec, tok, t, session=s, tools_prompt=tools_prompt, context=context)
         else:
-            d = await plan_demonstration(codec, tok, t)
+            d = await plan_demonstration(codec, tok, t, tools_prompt=tools_prompt, context=context)
         if max_len is None or len(d[0]) + sum(len(s[0]) for s in d[1]) <= max_len:
             demos.append(d)
     return demos

@@ -109,6 +109,33 @@ def test_a_suite_token_budget_that_is_not_a_positive_count_is_refused_naming_the
         load_suite(suite)
 
 
+def test_a_suite_tools_prompt_decides_whether_the_episode_lists_its_tools(tiny, tmp_path, monkeypatch):
+    seen = {}
+    for mode in ("text", "none"):
+        suite = shell_suite(tmp_path / f"{mode}.yaml", n=1)
+        doc = yaml.safe_load(suite.read_text())
+        suite.write_text(yaml.safe_dump(doc | {"sampling": doc["sampling"] | {"tools_prompt": mode}}))
+        prompts = []
+
+        def policy(text, prompts=prompts):
+            prompts.append(text)
+            return SUBMIT
+
+        evaluate_with(lambda tok: ScriptedEngine(tok, policy), tiny, suite, tmp_path / mode, monkeypatch)
+        seen[mode] = prompts[0]
+    assert '"name": "shell"' in seen["text"] and '"name": "shell"' not in seen["none"]
+
+
+def test_a_suite_tools_prompt_that_is_not_a_mode_is_refused_naming_the_file(tmp_path):
+    from posttrain.eval.records import EvalError
+
+    suite = shell_suite(tmp_path / "s.yaml", n=1)
+    doc = yaml.safe_load(suite.read_text())
+    suite.write_text(yaml.safe_dump(doc | {"sampling": {"tools_prompt": "json"}}))
+    with pytest.raises(EvalError, match=rf"{tmp_path / 's.yaml'}: sampling.tools_prompt must be one of auto"):
+        load_suite(suite)
+
+
 def test_failed_episode_counts_as_failure_not_infra(tiny, tmp_path, monkeypatch):
     s = evaluate_with(lambda tok: ScriptedEngine(tok, steps_policy(SUBMIT)), tiny,
                       shell_suite(tmp_path / "s.yaml"), tmp_path / "out", monkeypatch)
