@@ -13,12 +13,16 @@ sorted (path, kind, mode, sha256 | link target) listing of its tree; `fast` hash
 (path, size, mtime) listing. Reuse checks `fast` (a stat walk, well under a second);
 `verify` recomputes `digest`. A layer or image that fails either is deleted and rebuilt.
 Everything is renamed into place only when complete, so a half-built one never exists.
+`gc` leaves alone what is in use: an image an episode runs on (the session holds a shared
+`flock` on its image.json: `hold`) with its layers, and the temporary directory of a build
+whose process is still alive (its pid ends the name).
 Files are owned by the sandbox's host uid: the sandbox's root maps to it, so overlay
 copy-up works inside the user namespace (host-root-owned files could not be copied up).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -175,24 +179,75 @@ def remove_tree(path: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def hold(manifest: Path) -> int:
+    """A shared lock on an image (its image.json) for as long as an episode runs on it; close the fd to
+    release. `gc` skips a held image. SandboxError when gc removed the image while this waited."""
+    from posttrain.errors import SandboxError
+
+    try:
+        fd = os.open(manifest, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as e:
+        raise SandboxError(f"image {manifest.parent.name[:12]} is gone ({e.strerror}): build it again") from None
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    if os.fstat(fd).st_nlink == 0:  # gc removed it between the open and the lock
+        os.close(fd)
+        raise SandboxError(f"image {manifest.parent.name[:12]} was garbage-collected: build it again")
+    return fd
+
+
+def _claim(manifest: Path) -> int | None:
+    """An exclusive lock on an image nobody holds (gc removes it under the lock), or None when one is in use."""
+    try:
+        fd = os.open(manifest, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1  # no manifest to lock: nothing can hold it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _builder_alive(tmp: Path) -> bool:
+    """Whether the build that owns a temporary directory (`...-<pid>`) is still running."""
+    pid = tmp.name.rsplit("-", 1)[-1]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def gc(keep_digests: set[str] | None = None) -> dict[str, int]:
-    """Remove partial builds, images not in `keep_digests` (None: keep all), and unreferenced layers."""
+    """Remove dead builds' partial trees, images not in `keep_digests` (None: keep all) that no episode
+    holds, and unreferenced layers. `skipped` counts images kept because an episode runs on them."""
     root = images_dir()
-    removed = {"partial": 0, "images": 0, "layers": 0}
+    removed = {"partial": 0, "images": 0, "layers": 0, "skipped": 0}
     for p in list(root.glob(".build-*")) + list(store_dir("layers").glob(".tmp-*")):
-        remove_tree(p)
-        removed["partial"] += 1
+        if not _builder_alive(p):
+            remove_tree(p)
+            removed["partial"] += 1
     used: set[str] = set()
     for img in root.glob("*/image.json"):
         try:
             meta = json.loads(img.read_text())
         except (OSError, ValueError):
+            meta = None
+        if meta is None or (keep_digests is not None and meta["digest"] not in keep_digests):
+            fd = _claim(img)
+            if fd is None:  # an episode runs on it: keep it and its layers
+                removed["skipped"] += 1
+                used.update(layer["key"] for layer in (meta or {}).get("layers", []))
+                continue
             remove_tree(img.parent)
             removed["images"] += 1
-            continue
-        if keep_digests is not None and meta["digest"] not in keep_digests:
-            remove_tree(img.parent)
-            removed["images"] += 1
+            if fd >= 0:
+                os.close(fd)
             continue
         used.update(layer["key"] for layer in meta["layers"])
     for d in store_dir("layers").iterdir():

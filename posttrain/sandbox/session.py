@@ -70,6 +70,7 @@ class ShellSession:
         self.cg: Cgroup | None = None
         self.launched: Launched | None = None
         self._in = self._out = -1
+        self._hold = -1  # a rootfs image's shared lock (rootfs_store.hold), released on close
 
     # ---- lifecycle -------------------------------------------------------------------
     async def start(self) -> "ShellSession":
@@ -98,6 +99,9 @@ class ShellSession:
         cmd = [*lim.prlimit_prefix(table), "/bin/bash", "--norc", "--noprofile"]
         root = self.image.rootfs
         if root is not None:  # a Debian-rootfs image: a throwaway overlay of it, the workspace at its WORKDIR
+            from posttrain.sandbox.rootfs_store import hold
+
+            self._hold = hold(root.manifest)  # `sandbox image gc` leaves the image alone until close
             binds: tuple[str, ...] = ("--bind", str(self.ctl.path), CTL_INSIDE, *self.extra_binds)
             argv_for = lambda extra: rootfs_argv(cmd, root, self.ws.path, rootfs_env(root), binds, extra)  # noqa: E731
         else:
@@ -142,6 +146,9 @@ class ShellSession:
         for ws in (self.ws, self.ctl):
             if ws is not None:
                 ws.remove()
+        if self._hold >= 0:  # the processes on the image are gone: gc may take it now
+            os.close(self._hold)
+            self._hold = -1
 
     async def __aenter__(self) -> "ShellSession":
         return self

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -86,14 +87,56 @@ def test_resolve_names_the_image_and_its_workdir(debian_image):
     assert img.digest == debian_image.digest and img.rootfs is not None and img.rootfs.workdir == "/app"
 
 
-def test_gc_keeps_used_layers_and_drops_partials(debian_image):
+def _dead_pid() -> int:
+    import subprocess
+
+    p = subprocess.Popen(["true"])
+    p.wait()  # reaped: its pid names no process now
+    return p.pid
+
+
+def test_gc_keeps_used_layers_and_drops_a_dead_builds_partials(debian_image):
     from posttrain.sandbox.rootfs_store import gc
 
-    junk = store_dir("layers") / ".tmp-deadbeef-1"
+    junk = store_dir("layers") / f".tmp-deadbeef-{_dead_pid()}"
     junk.mkdir(exist_ok=True)
     removed = gc()
     assert not junk.exists() and removed["partial"] >= 1
     assert load_rootfs(debian_image.digest) is not None
+
+
+def test_gc_leaves_a_running_builds_partial_tree_alone(debian_image):
+    import subprocess
+
+    from posttrain.sandbox.rootfs_store import gc
+
+    builder = subprocess.Popen(["sleep", "30"])
+    try:
+        partial = images_dir() / f".build-0123456789ab-{builder.pid}"
+        partial.mkdir()
+        gc()
+        assert partial.is_dir()
+    finally:
+        builder.kill()
+        builder.wait()
+    gc()
+    assert not partial.exists()
+
+
+def test_gc_leaves_an_image_alone_while_an_episode_runs_on_it(debian_image):
+    from posttrain.sandbox.rootfs_store import gc
+    from posttrain.sandbox.session import ShellSession
+    from posttrain.types import ExecLimits
+
+    others = {json.loads(m.read_text())["digest"] for m in images_dir().glob("*/image.json")} - {debian_image.digest}
+    session = ShellSession(resolve(debian_image.digest), ExecLimits()).start_blocking()
+    try:
+        removed = gc(keep_digests=others)  # only this image is garbage, and an episode holds it
+        assert removed["skipped"] == 1 and removed["images"] == 0
+        assert load_rootfs(debian_image.digest) is not None
+        assert all(p.is_dir() for p in debian_image.lowers)
+    finally:
+        asyncio.run(session.close())
 
 
 def test_copy_follows_docker_destination_rules(debian_image, tmp_path, runner, pools):
