@@ -258,7 +258,7 @@ class AgentConfig(Section):
     # How the episode's tools reach the model (rollout/agent/tool_prompt.py): template -> the chat
     # template's own tool rendering (Qwen, Llama 3.1); text -> a listing in the system message (SmolLM2);
     # none -> the prompt as the task wrote it; auto -> template if the template renders tools, else text
-    # if the listing fits in a quarter of the context, else none (the tiny model).
+    # if the listing fits in half the budget (agent.token_budget, else the context), else none (the tiny model).
     tools_prompt: Literal["auto", "template", "text", "none"] = "auto"
     recipe: AgentRecipeConfig = AgentRecipeConfig()  # used only by `posttrain quickstart --agent`
     external: ExternalAgentConfig | None = None  # set -> multi-step tasks run this agent through the proxy

@@ -14,8 +14,9 @@ suite's `sampling.tools_prompt`):
 - `none`: the task's prompt as it is. tau2 and BFCL prompts list their tools themselves
   (their loops do not come here); the tiny model's context cannot hold a listing.
 - `auto` (the default): `template` when the template renders tools; else `text` when the
-  listing takes at most a quarter of what the episode may spend (`context`: its token budget,
-  else the engine's `max_len`); else `none` (the tiny model: 256 characters of context).
+  listing takes at most half of what the episode may spend (`context`: its token budget, else
+  the engine's `max_len`), since without it no call can succeed but past that it crowds out the
+  episode itself; else `none` (the tiny model: 256 to 512 characters of context).
 
 The tools are the ones the episode may call (`tools_for_task`: the task's own, `submit`,
 the session built-ins), in that order, so the listing is the truth about what runs.
@@ -90,7 +91,7 @@ def resolve(tok: Any, tools: Mapping[str, Any], mode: str, context: int | None) 
     if context is None:
         return "text"
     size = len(tok(listing(tools), add_special_tokens=False)["input_ids"])
-    return "text" if 4 * size <= context else "none"
+    return "text" if 2 * size <= context else "none"
 
 
 def agent_prompt_ids(tok: Any, messages: Sequence[Message], tools: Mapping[str, Any], mode: str = "auto",

@@ -78,11 +78,11 @@ def test_auto_prefers_the_templates_own_rendering():
     assert resolve(_tiny(TOOL_TEMPLATE), tools_for_task(calc_task()), "auto", 256) == "template"
 
 
-def test_auto_lists_the_tools_when_the_listing_fits_a_quarter_of_the_budget():
+def test_auto_lists_the_tools_when_the_listing_fits_half_the_budget():
     tok, tools = _tiny(), tools_for_task(calc_task())
     size = len(tok(listing(tools), add_special_tokens=False)["input_ids"])
-    assert resolve(tok, tools, "auto", 4 * size) == "text"
-    assert resolve(tok, tools, "auto", 4 * size - 1) == "none"  # the tiny model's 256-character context
+    assert resolve(tok, tools, "auto", 2 * size) == "text"
+    assert resolve(tok, tools, "auto", 2 * size - 1) == "none"  # the tiny model's 256-512-character context
 
 
 def test_unknown_mode_is_refused_by_name():
