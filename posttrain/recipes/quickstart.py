@@ -120,8 +120,10 @@ async def demonstrations(cfg: RunConfig, model: Any, tok: Any, tasks: list[Task]
         seqs += await plan_demonstrations(tok, multi, max_len=context, sandbox=sandbox,
                                           tools_prompt=cfg.agent.tools_prompt, context=context)
     if not seqs:
+        context = getattr(model.config, "max_position_embeddings", None)
         raise ConfigError(f"sft.steps={cfg.sft.steps}: none of the {len(tasks)} demonstration tasks gave a "
-                          "demonstration that fits the model's context")
+                          f"demonstration: each acted-out plan was longer than the model's context ({context} "
+                          "tokens) or needed a sandbox session and none was given")
     return seqs
 
 
