@@ -245,6 +245,9 @@ class ExternalAgentConfig(Section):
             raise ValueError("agent.external needs exactly one of command or entry")
 
 
+TOOLS_PROMPT_MODES = ("auto", "template", "text", "none")  # agent.tools_prompt (rollout/agent/tool_prompt.py)
+
+
 class AgentConfig(Section):
     """Multi-step episodes (tasks with limits.max_steps > 1): budgets and reward shaping."""
 
@@ -259,7 +262,7 @@ class AgentConfig(Section):
     # template's own tool rendering (Qwen, Llama 3.1); text -> a listing in the system message (SmolLM2);
     # none -> the prompt as the task wrote it; auto -> template if the template renders tools, else text
     # if the listing fits in half the budget (agent.token_budget, else the context), else none (the tiny model).
-    tools_prompt: Literal["auto", "template", "text", "none"] = "auto"
+    tools_prompt: Literal[TOOLS_PROMPT_MODES] = "auto"
     recipe: AgentRecipeConfig = AgentRecipeConfig()  # used only by `posttrain quickstart --agent`
     external: ExternalAgentConfig | None = None  # set -> multi-step tasks run this agent through the proxy
 

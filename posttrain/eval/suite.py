@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from posttrain.config_schema import TOOLS_PROMPT_MODES
 from posttrain.eval.records import EvalError
 from posttrain.types import Task, content_hash
 
@@ -44,7 +45,6 @@ _SUITE_KEYS = {"name", "description", "epochs", "seed", "sampling", "concurrency
 # the engine's context. max_new_tokens is one-step tasks' (an episode's turns keep their task's limit).
 # tools_prompt: how an episode's tools reach the model (training's agent.tools_prompt; default auto).
 _SAMPLING_KEYS = {"temperature", "top_p", "top_k", "max_new_tokens", "token_budget", "tools_prompt"}
-_TOOLS_PROMPT = ("auto", "template", "text", "none")  # rollout/agent/tool_prompt.py MODES
 _SOURCE_KEYS = {"file", "domain", "n", "seed", "difficulty", "args", "pins"}
 
 
@@ -144,8 +144,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise EvalError(f"{path}: sampling.token_budget must be a positive number of tokens, got {budget!r}")
     shown = (data.get("sampling") or {}).get("tools_prompt", "auto")
-    if shown not in _TOOLS_PROMPT:
-        raise EvalError(f"{path}: sampling.tools_prompt must be one of {', '.join(_TOOLS_PROMPT)}, got {shown!r}")
+    if shown not in TOOLS_PROMPT_MODES:
+        raise EvalError(f"{path}: sampling.tools_prompt must be one of {', '.join(TOOLS_PROMPT_MODES)}, got {shown!r}")
     if not isinstance(data.get("tasks"), list) or not data["tasks"]:
         raise EvalError(f"{path}: 'tasks' must be a non-empty list of task sources")
     return data

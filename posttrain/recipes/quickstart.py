@@ -114,13 +114,12 @@ async def demonstrations(cfg: RunConfig, model: Any, tok: Any, tasks: list[Task]
 
     multi = [t for t in tasks if is_multi_step(t)]
     seqs = demo_sequences(tok, [(t.prompt, t.oracle) for t in tasks if not is_multi_step(t)])
+    context = getattr(model.config, "max_position_embeddings", None)
     if multi:
         sandbox = runner.ctx.sandbox if runner is not None else None
-        context = getattr(model.config, "max_position_embeddings", None)
         seqs += await plan_demonstrations(tok, multi, max_len=context, sandbox=sandbox,
                                           tools_prompt=cfg.agent.tools_prompt, context=context)
     if not seqs:
-        context = getattr(model.config, "max_position_embeddings", None)
         raise ConfigError(f"sft.steps={cfg.sft.steps}: none of the {len(tasks)} demonstration tasks gave a "
                           f"demonstration: each acted-out plan was longer than the model's context ({context} "
                           "tokens) or needed a sandbox session and none was given")

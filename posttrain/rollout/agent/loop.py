@@ -96,11 +96,14 @@ class AgentRunner:
         from posttrain.rollout.agent.tool_prompt import agent_prompt_ids, resolve
 
         key = tuple(tools)
-        if key not in self._modes:
-            # `auto` weighs the listing against what the episode may spend: its token budget, else the context
-            room = [n for n in (self.opts.token_budget, self.context if isinstance(self.engine, EngineInfo) else None) if n]
-            self._modes[key] = resolve(self.tok, tools, self.opts.tools_prompt, min(room, default=None))
+        if key not in self._modes:  # `auto` weighs the listing against what the episode may spend
+            self._modes[key] = resolve(self.tok, tools, self.opts.tools_prompt, self.budget)
         return agent_prompt_ids(self.tok, task.prompt, tools, self._modes[key])[0]
+
+    @property
+    def budget(self) -> int:
+        """Tokens an episode's whole conversation may take: `token_budget`, within the context."""
+        return min(self.opts.token_budget or self.context, self.context)
 
     # ---- one step -----------------------------------------------------------------------
     async def _generate(self, ep: _Episode, rid: str, seed: int | None) -> Any:
@@ -197,7 +200,7 @@ class AgentRunner:
         ep = _Episode(task, tools, init_state(task), list(prompt), [],
                       time.monotonic() + (self.opts.time_budget_s or limits.timeout_s),
                       self.opts.max_steps or limits.max_steps,
-                      min(self.opts.token_budget or self.context, self.context), [],
+                      self.budget, [],
                       {"generate_s": 0.0, "tool_s": 0.0, "sandbox_s": 0.0, "verify_s": 0.0, "attempts": attempt + 1})
         seed = None if self.opts.seed is None else self.opts.seed * 1_000_003 + group * 1009 + k * 7 + attempt
         error, finish, verdict = None, "error", None

@@ -29,10 +29,10 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
+from posttrain.config_schema import TOOLS_PROMPT_MODES as MODES
 from posttrain.rollout.prompting import encode_prompt, to_chat
 from posttrain.types import Message
 
-MODES = ("auto", "template", "text", "none")
 _PROBE = [{"role": "user", "content": "u"}]
 _PROBE_TOOL = {"type": "function", "function": {"name": "pt_probe_tool", "description": "d",
                                                 "parameters": {"type": "object", "properties": {}}}}
@@ -41,12 +41,6 @@ CALL_FORMAT = ("For each tool call, reply with one JSON object with the tool's n
                "<tool_call></tool_call> tags, one call per reply and nothing after it:\n"
                '<tool_call>{"name": <tool-name>, "arguments": <args-json-object>}</tool_call>\n'
                "The tool's result comes back as the next message. A reply without a tool call is your final answer.")
-
-
-def check_mode(mode: str, where: str) -> None:
-    """ValueError naming `where` (the setting) when `mode` is not one of MODES."""
-    if mode not in MODES:
-        raise ValueError(f"{where}={mode!r}: expected one of {', '.join(MODES)}")
 
 
 def listing(tools: Mapping[str, Any]) -> str:
@@ -83,7 +77,8 @@ def with_listing(messages: Sequence[Message], text: str) -> list[Message]:
 
 def resolve(tok: Any, tools: Mapping[str, Any], mode: str, context: int | None) -> str:
     """The concrete mode (`template`, `text` or `none`) that `mode` means for this tokenizer and context."""
-    check_mode(mode, "tools_prompt")
+    if mode not in MODES:
+        raise ValueError(f"tools_prompt={mode!r}: expected one of {', '.join(MODES)}")
     if mode != "auto" or not tools:
         return mode if tools else "none"
     if template_renders_tools(tok):
