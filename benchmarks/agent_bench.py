@@ -119,7 +119,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/agent_bench")
     p.add_argument("overrides", nargs="*", help="headline: config overrides over presets/agent.yaml, "
-                   "e.g. agent.recipe.rl_minutes=10 rl.lr=2e-4")
+                   "e.g. recipe.agent.rl_minutes=10 rl.lr=2e-4")
     p.add_argument("--episodes", type=int, default=32)
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()

@@ -80,6 +80,7 @@ def _code_setup(args, cache):
 
 def _tools_setup(args, cache):
     from posttrain.models.tiny import build_tiny
+    from posttrain.config_recipe import recipe_settings
     from posttrain.recipes.agent import agent_config, warm_up
     from posttrain.rollout.agent.sft import plan_demonstrations
     from posttrain.rollout.agent.tasks import product_tasks
@@ -89,7 +90,7 @@ def _tools_setup(args, cache):
           "rl.warmup_steps=2", "rl.checkpoint_every=0"]
     cfg = agent_config(None, ov)
     model, tok = build_tiny(cfg.model.tiny, seed=cfg.seed)
-    train = product_tasks(cfg.agent.recipe.n_train if args.tools_warmup == "recipe" else 400, cfg.seed, task_table=True)
+    train = product_tasks(recipe_settings(cfg, "agent").n_train if args.tools_warmup == "recipe" else 400, cfg.seed, task_table=True)
     held = product_tasks(args.n_eval, 10_000 + cfg.seed, exclude={t.prompt[-1].content for t in train}, task_table=True)
     if args.tools_warmup == "recipe":  # the agent recipe's: copy skill to a measured level, then a base model's habits
         _warm(model, cache and cache / "tools-recipe.pt", lambda m: asyncio.run(warm_up(m, tok, train, cfg, lambda s: None)))

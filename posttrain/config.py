@@ -20,7 +20,9 @@ A layer that names another component than the layer below replaces it whole (its
 carry over). What needs files or a model (domains, task files, the engine against the model) is
 `posttrain.config_check.check_config`'s, which every command calls before any model work.
 Older key shapes still load, with a one-line ConfigDeprecationWarning (a FutureWarning): `rl.lr` -> `rl.optim.lr` (and the
-other LEGACY_OPTIM_KEYS), `rl.loss_args` -> `rl.loss.args`, `schedule.policy` -> `schedule.name`.
+other LEGACY_OPTIM_KEYS), `rl.loss_args` -> `rl.loss.args`, `schedule.policy` -> `schedule.name`,
+`agent.recipe.*` -> `recipe.agent.*`, `sft.stop_at_pass` -> `recipe.rl.stop_at_pass` (config_recipe.py:
+a recipe's own settings are declared by the recipe and checked here, after the plugins are imported).
 Values computed at run time do not live here.
 """
 
@@ -59,7 +61,6 @@ from posttrain.config_schema import (  # noqa: F401  re-exported: the sections a
     SandboxConfig,
     ScheduleConfig,
     EvalConfig,
-    AgentRecipeConfig,
     ExternalAgentConfig,
     AgentConfig,
     ClusterConfig,
@@ -74,6 +75,7 @@ from posttrain.config_components import (
     registered_fields,
 )
 from posttrain.config_optim import LEGACY_OPTIM_KEYS, move_legacy_optim_keys
+from posttrain.config_recipe import check_recipe_settings, migrate_recipe_key, move_legacy_recipe_keys
 from posttrain.errors import ConfigError
 from posttrain.registry import check_kwargs, registry
 
@@ -219,6 +221,7 @@ def _migrate_tree(tree: dict[str, Any], where: str = "defaults") -> dict[str, An
     `rl.loss.args`) and every component's shorthand name spelled `{name: ...}`, before the layers merge,
     so a later layer's `rl.optim.lr` still wins over an earlier layer's `rl.lr`."""
     try:
+        tree = move_legacy_recipe_keys(tree, lambda old, new: _deprecated(old, new, where))
         out = {k: _migrate_section(k, v, where) for k, v in tree.items()}
     except ValueError as e:
         raise ConfigError(f"{e} ({where})") from None
@@ -251,6 +254,7 @@ def _merge_layer(tree: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
 def _migrate_key(dotted: str) -> str:
     """`rl.lr` -> `rl.optim.lr`, `rl.loss_args.x` -> `rl.loss.args.x`, `schedule.policy` -> `schedule.name`
     for an override (config_optim.LEGACY_OPTIM_KEYS, LEGACY_COMPONENT_KEYS)."""
+    dotted = migrate_recipe_key(dotted, lambda old, new: _deprecated(old, new, "override"))
     keys = dotted.split(".")
     if len(keys) == 2 and keys[1] in LEGACY_OPTIM_KEYS.get(keys[0], {}):
         new = f"{keys[0]}.optim.{LEGACY_OPTIM_KEYS[keys[0]][keys[1]]}"
@@ -334,6 +338,7 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = (), b
     for plugin in cfg.plugins:
         load_plugin(plugin)
     check_registered(cfg)
+    check_recipe_settings(cfg, source)
     return cfg
 
 

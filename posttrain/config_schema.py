@@ -98,11 +98,6 @@ class SFTConfig(Section):
     steps: int = Field(default=600, ge=0)
     optim: Annotated[OptimConfig, *phase_optim("sft")]  # lr 3e-3, cosine, 10 warm-up steps (was sft.lr, ...)
     batch_size: int = Field(default=64, ge=1)
-    # Quickstart warm-up only: stop once greedy pass@1 on a validation sample of the RL task
-    # pool (never the held-out split), mean over domains, reaches this; None = run all steps.
-    stop_at_pass: float | None = Field(default=None, gt=0.0, le=1.0)
-    check_every: int = Field(default=50, ge=1)  # SFT steps between validation checks
-    val_per_domain: int = Field(default=100, ge=1)  # validation tasks per domain
     max_len: int = Field(default=128, ge=2)
     eval_every: int = Field(default=0, ge=0)
     checkpoint_every: int = Field(default=50, ge=0)  # `posttrain sft` checkpoints (0: only on Ctrl-C and at the end)
@@ -209,28 +204,6 @@ class EvalConfig(Section):
     max_new_tokens: int = Field(default=24, ge=1)
 
 
-class AgentRecipeConfig(Section):
-    """`posttrain quickstart --agent` (recipes/agent.py): the calculator-product tasks of the
-    `tools` domain, an SFT warm-up on oracle plans that stops on a measured level, then SFT on a
-    base model's habits, then RL for a wall-clock budget. SFT steps and lr come from `sft`."""
-
-    n_train: int = Field(default=2000, ge=1)
-    n_eval: int = Field(default=200, ge=1)
-    val_tasks: int = Field(default=50, ge=1)  # validation tasks, from the training pool (never held-out)
-    stop_at: float | None = Field(default=0.9, gt=0.0, le=1.0)  # stop the warm-up at this validation completion
-    check_every: int = Field(default=25, ge=1)
-    restart_after: int = Field(default=500, ge=1)  # re-initialise if no validation task is solved by this step
-    restarts: int = Field(default=2, ge=0)
-    reread: float = Field(default=0.5, ge=0.0, le=1.0)  # share of warm-up plans that re-read the question first
-    habits: list[float] | None = Field(default=[0.9, 0.3, 0.3], min_length=3, max_length=3)  # GUESS_SMALL, GUESS_LARGE, RECHECK (agent_tasks.habit_tasks)
-    habit_steps: int = Field(default=300, ge=0)
-    habit_lr: float = Field(default=1e-3, gt=0.0)
-    habit_min_copy: float = Field(default=0.8, ge=0.0, le=1.0)  # and completion when it calls >= this
-    habit_stop_band: list[float] = Field(default=[0.3, 0.7], min_length=2, max_length=2)  # stop the habit SFT when the tool-call share is in [lo, hi]
-    rl_minutes: float = Field(default=5.0, gt=0.0)  # RL wall-clock budget (rl.steps caps the steps)
-    step_samples: int = Field(default=4, ge=1)  # sampled episodes per held-out task for the steps comparison
-
-
 class ExternalAgentConfig(Section):
     """An agent process per episode behind the token-capturing proxy (rollout/agent/external.py, docs/serve.md)."""
 
@@ -263,7 +236,6 @@ class AgentConfig(Section):
     # none -> the prompt as the task wrote it; auto -> template if the template renders tools, else text
     # if the listing fits in half the budget (agent.token_budget, else the context), else none (the tiny model).
     tools_prompt: Literal[TOOLS_PROMPT_MODES] = "auto"
-    recipe: AgentRecipeConfig = AgentRecipeConfig()  # used only by `posttrain quickstart --agent`
     external: ExternalAgentConfig | None = None  # set -> multi-step tasks run this agent through the proxy
 
 
@@ -356,3 +328,7 @@ class RunConfig(Section):
     distill: DistillConfig = DistillConfig()  # posttrain distill: the teacher (docs/second_model.md)
     models: dict[str, SecondModelConfig] = {}  # second models by role: judge, user, teacher (docs/second_model.md)
     plugins: list[str] = []  # .py files defining extra domains/verifiers/losses, imported before validation
+    # One recipe's own settings, by recipe name: `recipe: {rl: {stop_at_pass: 0.3}, agent: {rl_minutes: 10}}`.
+    # Each recipe declares their section where it is registered (`@recipe("agent", settings=...)`), so they
+    # live with the recipe, not here; config.py validates them at load (check_recipe_settings).
+    recipe: dict[str, dict[str, Any]] = {}

@@ -48,10 +48,14 @@ PROPERTIES: dict[str, dict[str, tuple[Any, ...] | type]] = {
     # config_check refuses a run that names the domain but not the model; model_args: its args whose value,
     # when set, names a role under `models:` (τ²: ("judge",)), refused at load when that role is not set
     "domain": {"second_models": tuple, "model_args": tuple},
+    # settings: the recipe's own keys, a pydantic section under `recipe.<name>:` in a run config (None: it has
+    # none); config.py validates them at load (check_recipe_settings) and the recipe reads them (recipe_settings)
+    "recipe": {"settings": object},
 }
 # kind -> {property: the value an entry that leaves it out declares}: properties added after plugins
 # existed. normalisable=False: a loss that does not take `denom` refuses a non-default rl.loss_norm.
-PROPERTY_DEFAULTS: dict[str, dict[str, Any]] = {"loss": {"normalisable": False}, "domain": {"second_models": (), "model_args": ()}}
+PROPERTY_DEFAULTS: dict[str, dict[str, Any]] = {"loss": {"normalisable": False}, "domain": {"second_models": (), "model_args": ()},
+                                                "recipe": {"settings": None}}
 
 
 class Registry(Generic[T]):

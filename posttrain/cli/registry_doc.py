@@ -163,7 +163,8 @@ def _entry_doc(obj: Any) -> str:
 
 
 def _props_text(value: Any) -> str:
-    return value.__name__ if inspect.isroutine(value) else repr(value)
+    """A function or class by its name (a recipe's settings section: `AgentRecipeSettings`), else repr."""
+    return value.__name__ if inspect.isroutine(value) or inspect.isclass(value) else repr(value)
 
 
 def _entries(kind: str) -> list[str]:
@@ -196,7 +197,10 @@ def _kind_section(kind: str) -> list[str]:
         doc = f": {_first_line(cls.__doc__)}" if cls.__doc__ else ""
         out += [f"Contract `{cls.__name__}` ({module}){doc}", "", *_members(cls), ""]
     declared = PROPERTIES.get(kind, {})
-    if declared:
+    if kind == "recipe":  # its one property is a class, or None (posttrain/config_recipe.py)
+        out += ["Every entry declares: `settings`: the pydantic section of the keys it alone reads, `recipe.<name>:` "
+                "in a run config (posttrain/config_recipe.py), or None.", ""]
+    elif declared:
         shown = "; ".join(f"`{k}`: {', '.join(map(repr, v)) if isinstance(v, tuple) else v.__name__}"
                           for k, v in declared.items())
         out += [f"Every entry declares: {shown}.", ""]

@@ -11,7 +11,7 @@
    base model's habits (recipes/agent_warmup.py), both stopped on measured levels
 3. greedy held-out eval through the agent loop ("before"), plus sampled episodes for steps
 4. the real RL step (train/rl.py dispatches multi-step tasks to the agent rollout) for
-   agent.recipe.rl_minutes of wall clock (rl.steps caps the steps)
+   recipe.agent.rl_minutes of wall clock (rl.steps caps the steps)
 5. eval again; paired exact McNemar on completion; steps on solved episodes, paired by task
 
 The run directory gets the usual RL files plus agent_summary.json. The recipe is not
@@ -24,12 +24,37 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from posttrain.config import RunConfig, load_config
+from pydantic import Field
+
+from posttrain.config import RunConfig, Section, load_config
+from posttrain.config_recipe import recipe_settings
 from posttrain.recipes.agent_warmup import habit_trend, habits_until, sft_until
 from posttrain.recipes.pipeline import RunContext, recipe
 from posttrain.recipes.presets import load_preset
 
 Log = Callable[[str], None]
+
+
+class AgentRecipeSettings(Section):
+    """`recipe.agent:` (was agent.recipe): the calculator-product tasks of the `tools` domain, an SFT
+    warm-up on oracle plans that stops on a measured level, then SFT on a base model's habits, then RL
+    for a wall-clock budget. SFT steps and lr come from `sft`."""
+
+    n_train: int = Field(default=2000, ge=1)
+    n_eval: int = Field(default=200, ge=1)
+    val_tasks: int = Field(default=50, ge=1)  # validation tasks, from the training pool (never held-out)
+    stop_at: float | None = Field(default=0.9, gt=0.0, le=1.0)  # stop the warm-up at this validation completion
+    check_every: int = Field(default=25, ge=1)
+    restart_after: int = Field(default=500, ge=1)  # re-initialise if no validation task is solved by this step
+    restarts: int = Field(default=2, ge=0)
+    reread: float = Field(default=0.5, ge=0.0, le=1.0)  # share of warm-up plans that re-read the question first
+    habits: list[float] | None = Field(default=[0.9, 0.3, 0.3], min_length=3, max_length=3)  # GUESS_SMALL, GUESS_LARGE, RECHECK (agent_tasks.habit_tasks)
+    habit_steps: int = Field(default=300, ge=0)
+    habit_lr: float = Field(default=1e-3, gt=0.0)
+    habit_min_copy: float = Field(default=0.8, ge=0.0, le=1.0)  # and completion when it calls >= this
+    habit_stop_band: list[float] = Field(default=[0.3, 0.7], min_length=2, max_length=2)  # stop the habit SFT when the tool-call share is in [lo, hi]
+    rl_minutes: float = Field(default=5.0, gt=0.0)  # RL wall-clock budget (rl.steps caps the steps)
+    step_samples: int = Field(default=4, ge=1)  # sampled episodes per held-out task for the steps comparison
 
 
 def agent_config(path: str | Path | None, overrides: Sequence[str]) -> RunConfig:
@@ -42,7 +67,7 @@ async def warm_up(model: Any, tok: Any, train: list[Any], cfg: RunConfig, log: L
     from posttrain.rollout.agent.tasks import habit_tasks, reread_tasks
     from posttrain.train.agent_sft import sft_on_demonstrations
 
-    r = cfg.agent.recipe
+    r = recipe_settings(cfg, "agent")
     val = train[:r.val_tasks]
     shown = {"tools_prompt": cfg.agent.tools_prompt, "context": model.config.max_position_embeddings}  # as the episodes
     demos = await plan_demonstrations(tok, reread_tasks(train, r.reread, cfg.seed), **shown)
@@ -80,7 +105,7 @@ def _line(phase: str, info: dict) -> str:
     return ""
 
 
-@recipe("agent")
+@recipe("agent", settings=AgentRecipeSettings)
 class AgentRL:
     """The calculator agent (`posttrain quickstart --agent`): steps 1-5 of the module docstring."""
 
@@ -93,7 +118,8 @@ class AgentRL:
         from posttrain.rollout.agent.tasks import product_tasks
         from posttrain.tasks.splits import Splits
 
-        n_train, n_eval = cfg.agent.recipe.n_train, cfg.agent.recipe.n_eval
+        r = recipe_settings(cfg, "agent")
+        n_train, n_eval = r.n_train, r.n_eval
         train = product_tasks(n_train, cfg.seed, task_table=True)
         held = product_tasks(n_eval, 10_000 + cfg.seed, exclude={t.prompt[-1].content for t in train}, task_table=True)
         return Splits(train, held)
@@ -113,7 +139,7 @@ class AgentRL:
     async def evaluate(self, ctx: RunContext, when: str) -> dict[str, Any]:
         from posttrain.eval.agent_eval import agent_eval, sampled_steps
 
-        st, held, r, t0 = ctx.rl_state(), ctx.splits.held_out, ctx.cfg.agent.recipe, ctx.extra["t0"]
+        st, held, r, t0 = ctx.rl_state(), ctx.splits.held_out, recipe_settings(ctx.cfg, "agent"), ctx.extra["t0"]
         res = await agent_eval(st.engine, ctx.tok, held)
         res["sampled"] = await sampled_steps(st.engine, ctx.tok, held, r.step_samples, ctx.cfg.rl.temperature,
                                              ctx.cfg.seed)
@@ -134,7 +160,7 @@ class AgentRL:
             rows.append(row)
             ctx.report("rl", {"step": step + 1, "total": total, **row})
 
-        await train_rl(ctx.rl_state(), on_step=on_step, budget_s=ctx.cfg.agent.recipe.rl_minutes * 60)
+        await train_rl(ctx.rl_state(), on_step=on_step, budget_s=recipe_settings(ctx.cfg, "agent").rl_minutes * 60)
         ctx.extra["wall_rl"] = time.perf_counter() - t_rl0
 
     def summarize(self, ctx: RunContext, before: dict, after: dict) -> dict:
@@ -159,7 +185,7 @@ class AgentRL:
             "malformed": [before["malformed"], after["malformed"]],
             "pass_given_tool": [before["pass_given_tool"], after["pass_given_tool"]],
             "habit_trend": habit_trend(st.store, 20, 20), "rl_steps": st.step, "prompts": cfg.rl.prompts_per_step,
-            "group": cfg.rl.group_size, "temperature": cfg.rl.temperature, "step_samples": cfg.agent.recipe.step_samples,
+            "group": cfg.rl.group_size, "temperature": cfg.rl.temperature, "step_samples": recipe_settings(cfg, "agent").step_samples,
             "wall_sft": x["wall_sft"], "wall_rl": x["wall_rl"], "wall_total": time.perf_counter() - x["t0"],
             "cpu_s": time.process_time(), "threads": cfg.threads or torch.get_num_threads(),
             "after_example": after["example"], "rows": x["rows"]}

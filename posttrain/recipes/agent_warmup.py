@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Sequence
 
+from posttrain.config_recipe import recipe_settings
+
 Log = Callable[[str], None]
 
 
@@ -28,7 +30,7 @@ async def validate(model: Any, tok: Any, val: Sequence[Any], cfg: Any) -> dict[s
 
 
 async def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[Any], cfg: Any, log: Log) -> list[float]:
-    """SFT until greedy completion on `val` reaches agent.recipe.stop_at (checked every check_every steps).
+    """SFT until greedy completion on `val` reaches recipe.agent.stop_at (checked every check_every steps).
 
     The copy skill appears abruptly (between steps 225 and 450 on seeds 0 and 1) or not at
     all: on seed 2 validation stayed at 0.000 through 1200 steps. So if no check has passed a
@@ -37,7 +39,7 @@ async def sft_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence[An
     from posttrain.models.tiny import build_tiny
     from posttrain.train.sft import SupervisedLoop
 
-    r, s = cfg.agent.recipe, cfg.sft
+    r, s = recipe_settings(cfg, "agent"), cfg.sft
     losses: list[float] = []
     for attempt in range(r.restarts + 1):
         if attempt:
@@ -77,7 +79,7 @@ async def habits_until(model: Any, tok: Any, demos: Sequence[Any], val: Sequence
     stopping on a measured level gives every seed the same kind of starting point."""
     from posttrain.train.sft import SupervisedLoop
 
-    r = cfg.agent.recipe
+    r = recipe_settings(cfg, "agent")
     lo, hi = r.habit_stop_band
     loop = SupervisedLoop(model, tok.pad_token_id, demos, r.habit_steps,
                           cfg.sft.optim.model_copy(update={"lr": r.habit_lr, "warmup": 5}), 32, cfg.seed + 1)

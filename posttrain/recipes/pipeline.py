@@ -5,7 +5,8 @@
 
     summary = run_recipe("rl", cfg, Path("runs/quickstart"), report=progress)
 
-A recipe is a `Recipe` (the Protocol below) registered by name with `@recipe("name")`:
+A recipe is a `Recipe` (the Protocol below) registered by name with `@recipe("name")` (plus
+`settings=`, the section of keys it alone reads, `recipe.<name>:` in a run config: config_recipe.py):
 `rl` (`posttrain quickstart`, `posttrain rl`, the real-model presets), `vision`, `agent`, `sft`
 and `dpo`. It supplies what each stage does; the pipeline owns their order and the run
 directory, so no recipe can skip a step the others take:
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from posttrain.config import RunConfig, dump_config
+from posttrain.config_recipe import with_resolved_settings
 from posttrain.registry import registry
 from posttrain.store.run import RunDir
 from posttrain.tasks.splits import Splits, pin_splits
@@ -103,9 +105,10 @@ class Recipe(Protocol):
     def finish(self, ctx: RunContext, summary: dict) -> None: ...  # plots and pages beside report.html
 
 
-def recipe(name: str) -> Callable[[Any], Any]:
-    """Register a Recipe class under `name` (`run_recipe(name, ...)`, `posttrain ... --recipe`)."""
-    return registry("recipe").register(name)
+def recipe(name: str, settings: type | None = None) -> Callable[[Any], Any]:
+    """Register a Recipe class under `name` (`run_recipe(name, ...)`, `posttrain ... --recipe`). `settings`:
+    the pydantic section of the keys it alone reads, `recipe.<name>:` in a run config (config_recipe.py)."""
+    return registry("recipe").register(name, settings=settings)
 
 
 def get_recipe(name: str) -> Recipe:
@@ -120,6 +123,8 @@ def run_recipe(name: str | Recipe, cfg: RunConfig, run_dir: Path, resume: bool =
     from posttrain.models.service import ServicePool, served
 
     r = get_recipe(name) if isinstance(name, str) else name
+    if isinstance(name, str):  # its settings written out in the run's config.yaml, defaults included
+        cfg = with_resolved_settings(cfg, name)
     ctx = RunContext(cfg, Path(run_dir), resume, report or (lambda phase, info: None), budget_s, sandbox=sandbox)
     with ServicePool(served(cfg.models)):  # the run's judge and user models, by name (docs/second_model.md)
         return asyncio.run(_run(r, ctx, title or r.title))

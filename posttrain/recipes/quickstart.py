@@ -21,7 +21,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from posttrain.config import RunConfig
+from pydantic import Field
+
+from posttrain.config import RunConfig, Section
+from posttrain.config_recipe import recipe_settings
 from posttrain.errors import ConfigError
 from posttrain.eval.heldout import HeldoutResult, paired_mcnemar
 from posttrain.models.base import build_base
@@ -96,10 +99,11 @@ def validation_tasks(cfg: RunConfig, splits: Splits) -> list[Task]:
     import random
 
     rng = random.Random(f"sft-val:{cfg.seed}")
+    per_domain = recipe_settings(cfg, "rl").val_per_domain
     out = []
     for d in sorted({t.domain for t in splits.rl}):
         pool = [t for t in splits.rl if t.domain == d]
-        out += rng.sample(pool, min(cfg.sft.val_per_domain, len(pool)))
+        out += rng.sample(pool, min(per_domain, len(pool)))
     return out
 
 
@@ -128,7 +132,7 @@ async def demonstrations(cfg: RunConfig, model: Any, tok: Any, tasks: list[Task]
 
 async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Report, runner: Any,
                     base: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
-    """SFT on oracle demonstrations; with `sft.stop_at_pass`, stop at the first check where
+    """SFT on oracle demonstrations; with `recipe.rl.stop_at_pass`, stop at the first check where
     validation pass@1 (mean over domains) reaches it. The tiny model's SFT curve has a sharp,
     seed-dependent phase transition, so a fixed step count lands anywhere from 8% to 99%;
     stopping on a measured level gives RL the same starting point on every seed."""
@@ -142,7 +146,7 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     out = RunDir(run_dir).sft_model
     if (out / "config.json").is_file():  # a resumed run: the warm-up is done
         return load_policy(out)
-    s = cfg.sft
+    s, stop = cfg.sft, recipe_settings(cfg, "rl")
     if not splits.sft:  # before the model loads: a warm-up with nothing to learn from is a config mistake
         doms = ", ".join(sorted({t.domain for t in splits.train})) or "none"
         raise ConfigError(f"sft.steps={s.steps}: the warm-up has no demonstration (tasks.sft_frac={cfg.tasks.sft_frac} "
@@ -150,22 +154,22 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     model, tok = base or build_base(cfg, run_dir)
     seqs = await demonstrations(cfg, model, tok, splits.sft, runner)
     loop = SupervisedLoop(model, tok.pad_token_id, seqs, s.steps, s.optim, s.batch_size, cfg.seed)
-    val = validation_tasks(cfg, splits) if s.stop_at_pass is not None else []
+    val = validation_tasks(cfg, splits) if stop.stop_at_pass is not None else []
     checks: list[dict] = []
     prev, chosen = None, None  # the previous check's weights; the step finally kept
     for step in range(s.steps):
         report("sft", {"step": step + 1, "total": s.steps, "loss": loop.step()})
-        if val and ((step + 1) % s.check_every == 0 or step + 1 == s.steps):
+        if val and ((step + 1) % stop.check_every == 0 or step + 1 == s.steps):
             model.eval()
             eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
             res = await evaluate_heldout_mixed(eng, tok, val, runner, cfg.eval.max_new_tokens, 0, cfg.agent)
             level = res.mean_over_domains()
             checks.append({"step": step + 1, "pass@1": level, "domains": res.by_domain()})
             report("sft_check", checks[-1])
-            if level >= s.stop_at_pass:
+            if level >= stop.stop_at_pass:
                 # The curve can jump across the level between two checks: keep whichever of
                 # the last two checkpoints lies closer to it.
-                if prev is not None and s.stop_at_pass - checks[-2]["pass@1"] < level - s.stop_at_pass:
+                if prev is not None and stop.stop_at_pass - checks[-2]["pass@1"] < level - stop.stop_at_pass:
                     model.load_state_dict(prev)
                     chosen = checks[-2]["step"]
                 break
@@ -177,7 +181,7 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     log_phase(cfg, run_dir, "sft", [{"loss": x} for x in loop.losses])  # tensorboard (log.trackers): sft/loss
     if val:
         kept = chosen or (checks[-1]["step"] if checks else len(loop.losses))
-        (run_dir / "sft_checks.json").write_text(json.dumps({"stop_at_pass": s.stop_at_pass, "kept_step": kept,
+        (run_dir / "sft_checks.json").write_text(json.dumps({"stop_at_pass": stop.stop_at_pass, "kept_step": kept,
                                                              "checks": checks}))
     save_policy(model, tok, out)
     return model, tok
@@ -298,9 +302,20 @@ def _tokenizer(cfg: RunConfig) -> Any:
     return AutoTokenizer.from_pretrained(hf_model_dir(cfg.model.path))
 
 
-@recipe("rl")
+class TextRLSettings(Section):
+    """`recipe.rl:` (were sft.stop_at_pass, sft.check_every, sft.val_per_domain): the warm-up's stop rule,
+    which `posttrain quickstart` and `posttrain rl` run and `posttrain sft` does not."""
+
+    # stop once greedy pass@1 on a validation sample of the RL task pool (never the held-out split),
+    # mean over domains, reaches this; None = run all sft.steps
+    stop_at_pass: float | None = Field(default=None, gt=0.0, le=1.0)
+    check_every: int = Field(default=50, ge=1)  # SFT steps between validation checks
+    val_per_domain: int = Field(default=100, ge=1)  # validation tasks per domain
+
+
+@recipe("rl", settings=TextRLSettings)
 class TextRL:
-    """Text tasks: splits -> base -> SFT on oracle demonstrations (with `sft.stop_at_pass`) -> eval ->
+    """Text tasks: splits -> base -> SFT on oracle demonstrations (with `recipe.rl.stop_at_pass`) -> eval ->
     GRPO-family RL (train/rl.py) -> eval -> paired McNemar (`posttrain quickstart`, `posttrain rl`)."""
 
     title = "posttrain quickstart"

@@ -54,7 +54,7 @@ def run(tmp_path, name, *overrides):
 
 def test_defaults_print_every_departure_with_its_off_key(tmp_path):
     task_files(tmp_path)
-    _, stdout = run(tmp_path, "defaults", "sft.steps=2", "sft.stop_at_pass=null")
+    _, stdout = run(tmp_path, "defaults", "sft.steps=2", "recipe.rl.stop_at_pass=null")
     assert "settings that differ from a plain GRPO run" in stdout
     block = departure_block(stdout)
     for key, off in OFF.items():

@@ -12,8 +12,8 @@ from posttrain.testing.cli_fork import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "posttrain.cli.main"]
-AGENT_SMALL = ["sft.steps=4", "agent.recipe.stop_at=null", "agent.recipe.habits=null", "agent.recipe.n_train=16",
-               "agent.recipe.n_eval=4", "agent.recipe.rl_minutes=0.02", "agent.recipe.step_samples=1", "rl.steps=1",
+AGENT_SMALL = ["sft.steps=4", "recipe.agent.stop_at=null", "recipe.agent.habits=null", "recipe.agent.n_train=16",
+               "recipe.agent.n_eval=4", "recipe.agent.rl_minutes=0.02", "recipe.agent.step_samples=1", "rl.steps=1",
                "rl.prompts_per_step=2", "rl.group_size=2", "threads=1"]
 
 
@@ -56,10 +56,10 @@ def test_agent_quickstart_pins_the_tasks_it_trained_and_evaluated_on(agent_run):
 def test_agent_quickstart_measured_warm_ups_check_their_levels_and_print_them(tmp_path):
     """The copy-skill SFT and the habit SFT each stop on a level measured on training-pool tasks."""
     out = tmp_path / "agent"
-    small = [a for a in AGENT_SMALL if not a.startswith(("agent.recipe.stop_at", "agent.recipe.habits", "sft.steps"))]
+    small = [a for a in AGENT_SMALL if not a.startswith(("recipe.agent.stop_at", "recipe.agent.habits", "sft.steps"))]
     r = run_cli(["quickstart", "--agent", "--out", str(out), *small, "sft.steps=4",
-                              "agent.recipe.stop_at=0.99", "agent.recipe.check_every=2", "agent.recipe.val_tasks=2",
-                              "agent.recipe.habits=[0.9,0.3,0.3]", "agent.recipe.habit_steps=2"],
+                              "recipe.agent.stop_at=0.99", "recipe.agent.check_every=2", "recipe.agent.val_tasks=2",
+                              "recipe.agent.habits=[0.9,0.3,0.3]", "recipe.agent.habit_steps=2"],
                        cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "SFT step 2: validation completion" in r.stdout and "SFT step 4: validation completion" in r.stdout

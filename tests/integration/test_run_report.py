@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-SMALL = ["sft.steps=20", "sft.stop_at_pass=null", "rl.steps=10", "rl.prompts_per_step=4", "rl.group_size=4",
+SMALL = ["sft.steps=20", "recipe.rl.stop_at_pass=null", "rl.steps=10", "rl.prompts_per_step=4", "rl.group_size=4",
          "tasks.domains.arithmetic.n_train=200", "tasks.domains.code.n_train=200", "tasks.domains.arithmetic.n_eval=12",
          "tasks.domains.code.n_eval=12", "log.detect_every=5", "threads=1"]  # ~10 s of CPU
 

@@ -222,9 +222,9 @@ def test_the_react_rl_example_trains_through_the_proxy_cli(tmp_path):
     import subprocess
 
     out = tmp_path / "run"
-    small = ["sft.steps=2", "agent.recipe.stop_at=null", "agent.recipe.habits=null", "agent.recipe.n_train=8",
-             "agent.recipe.n_eval=2", "agent.recipe.val_tasks=2", "agent.recipe.step_samples=1",
-             "agent.recipe.rl_minutes=5", "rl.steps=1", "rl.prompts_per_step=1", "rl.group_size=2", "threads=1"]
+    small = ["sft.steps=2", "recipe.agent.stop_at=null", "recipe.agent.habits=null", "recipe.agent.n_train=8",
+             "recipe.agent.n_eval=2", "recipe.agent.val_tasks=2", "recipe.agent.step_samples=1",
+             "recipe.agent.rl_minutes=5", "rl.steps=1", "rl.prompts_per_step=1", "rl.group_size=2", "threads=1"]
     r = run_cli(["quickstart", "--agent", "--config",
                         "examples/agents/react_rl.yaml", "--out", str(out), *small], cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -31,7 +31,7 @@ PKG = Path(__file__).resolve().parents[3] / "posttrain"
 
 LAYERS = [
     {"types", "errors"},
-    {"registry", "config", "config_components", "config_schema", "config_optim", "config_rl"},  # config_*: the schema config.py loads
+    {"registry", "config", "config_components", "config_schema", "config_optim", "config_rl", "config_recipe"},  # config_*: the schema config.py loads
     {"sandbox", "schedule", "models", "store", "parallel"},
     {"tasks", "config_check"},  # config_check reads task files and plugins, so it sits with tasks
     {"verifiers"},

@@ -8,8 +8,8 @@ from posttrain.eval.heldout import HeldoutResult
 from posttrain.recipes.quickstart import make_splits, sft_phase
 
 SMALL = ["tasks.domains.arithmetic.n_train=40", "tasks.domains.code.n_train=40", "tasks.domains.arithmetic.n_eval=8",
-         "tasks.domains.code.n_eval=8", "sft.steps=10", "sft.batch_size=4", "sft.check_every=2",
-         "sft.stop_at_pass=0.5", "sft.val_per_domain=5", "threads=1"]
+         "tasks.domains.code.n_eval=8", "sft.steps=10", "sft.batch_size=4", "recipe.rl.check_every=2",
+         "recipe.rl.stop_at_pass=0.5", "recipe.rl.val_per_domain=5", "threads=1"]
 
 
 def scripted_validation(monkeypatch, levels):
