@@ -47,13 +47,21 @@ class CheckpointError(PosttrainError):
 
 
 def rng_state() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """This process's global generators. "cuda": the current device's, once CUDA is in use (asking
+    earlier would start a CUDA context, on device 0, in a process that never uses one)."""
+    s = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        s["cuda"] = torch.cuda.get_rng_state()
+    return s
 
 
 def set_rng_state(s: dict[str, Any]) -> None:
+    """A state of `rng_state`'s; its "cuda" part is skipped without CUDA (a GPU run resumed on CPU)."""
     random.setstate(s["python"])
     np.random.set_state(s["numpy"])
     torch.set_rng_state(s["torch"])
+    if "cuda" in s and torch.cuda.is_available():
+        torch.cuda.set_rng_state(s["cuda"])
 
 
 def tensor_bytes(obj: Any) -> int:

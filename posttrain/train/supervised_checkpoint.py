@@ -15,12 +15,10 @@ a step is held until the step (and its metrics row) is done, so the checkpoint i
 whole step; a second Ctrl-C interrupts at once, unsaved.
 
 At world size N (trainer.world_size=N) the trainer writes its weights and optimizer as DCP shards
-beside step-N/ (train/sharded/checkpoint.py); the rest is the same and lives on rank 0, which runs
-this loop. The launcher (parallel/launch.py) hands a Ctrl-C to rank 0 alone, so the other ranks
-stay alive for the checkpoint's collectives; they stop when rank 0 exits.
-
-Limits: only rank 0's RNGs are saved: a model with dropout would draw other masks on the other
-ranks after a resume (the tiny and SmolLM2 models have none).
+beside step-N/, and every other rank its own RNG states with them (train/sharded/checkpoint.py); the
+rest is the same and lives on rank 0, which runs this loop (the global RNGs here are rank 0's). The
+launcher (parallel/launch.py) hands a Ctrl-C to rank 0 alone, so the other ranks stay alive for the
+checkpoint's collectives; they stop when rank 0 exits.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ communication.
     loops.py       SFT and DPO on a session the caller started (that loop with that trainer)
     trainer.py     the RL `Trainer` over the ranks: start, update at rank 0's lr, weight sync, checkpoints
     checkpoint.py  both trainers' checkpoints: DCP shards beside step-N/, resumable at any world size
+    rng.py         each rank's RNG states in those checkpoints (rank 0's stay in trainer_state.pt)
     sync.py        full weights to an engine in bounded buckets, verified on arrival
 
 Only rank 0 imports this package's users (recipes, train/trainer.py); followers import session.py (which

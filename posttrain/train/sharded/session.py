@@ -149,5 +149,6 @@ def active() -> bool:
 
 # Every handler, registered on every rank that imports the session (followers included).
 import posttrain.parallel.dcp  # noqa: E402,F401
+import posttrain.train.sharded.rng  # noqa: E402,F401
 import posttrain.train.sharded.steps  # noqa: E402,F401
 import posttrain.train.sharded.sync  # noqa: E402,F401
