@@ -9,9 +9,10 @@ there indefinitely while rank 0 generates), its payload through `broadcast_objec
 (bounded by the process group's timeout, like every collective that follows).
 
 Liveness: each rank bumps `hb/<rank>` in the store once a second from a thread. A follower
-whose driver's heartbeat stops for `timeout_s` fails; a driver whose collective fails or
-times out names the rank whose heartbeat stopped (or, if none did, the exception). Either
-way the failure is one `RankFailure` line and the process exits, so the job never hangs.
+whose driver's heartbeat stops for `timeout_s` fails (counted on its awake clock, so a job
+suspended as a whole with Ctrl-Z outlives the pause: awake_clock.py); a driver whose collective
+fails or times out names the rank whose heartbeat stopped (or, if none did, the exception).
+Either way the failure is one `RankFailure` line and the process exits, so the job never hangs.
 
 Limits: handlers must be registered under the same name on every rank (this module's
 HANDLERS, filled by dcp.py here and by train/sharded/ (session, steps, sync)); one driver per
@@ -30,6 +31,7 @@ from types import MappingProxyType
 from typing import Any, Callable, NoReturn
 
 from posttrain.errors import PosttrainError
+from posttrain.parallel.awake_clock import awake_now
 
 HANDLERS: dict[str, Callable[["RankContext", Any], Any]] = {}
 
@@ -80,7 +82,7 @@ class Heartbeat:
 
     def __init__(self, rank: int, world: int) -> None:
         self.rank, self.world = rank, world
-        now = time.monotonic()  # a rank never heard from counts as silent since we started
+        now = awake_now()  # a rank never heard from counts as silent since we started
         self.seen: dict[int, tuple[bytes | None, float]] = {r: (None, now) for r in range(world) if r != rank}
         self._stop = threading.Event()
         self._store = _store()
@@ -98,12 +100,14 @@ class Heartbeat:
                     if r != self.rank and self._store.check([f"hb/{r}"]):
                         v = self._store.get(f"hb/{r}")
                         if self.seen.get(r, (None,))[0] != v:
-                            self.seen[r] = (v, time.monotonic())
+                            self.seen[r] = (v, awake_now())
             except Exception:  # noqa: BLE001 - the store lives on rank 0; its loss shows up as stale beats
                 pass
 
     def silent_for(self, r: int) -> float:
-        return time.monotonic() - self.seen[r][1] if r in self.seen else 0.0
+        """Seconds without a new beat from rank `r`, on this process's awake clock: a job suspended
+        as a whole (Ctrl-Z) for longer than timeout_s does not find its peers dead after `fg`."""
+        return awake_now() - self.seen[r][1] if r in self.seen else 0.0
 
     def stalest(self) -> tuple[int, float]:
         others = [r for r in range(self.world) if r != self.rank]

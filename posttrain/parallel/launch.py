@@ -13,11 +13,14 @@ rank exits non-zero or is killed, the others are stopped and one line names it:
 
 A rank that hangs is caught inside the job (group.py: heartbeats, collective timeouts).
 Ctrl-C reaches this process alone (the ranks run in their own process group) and is handed to
-rank 0, which checkpoints with the other ranks alive, then ends the job (exit 130). `--resume RUN`
+rank 0, which checkpoints with the other ranks alive, then ends the job (exit 130). Ctrl-Z stops
+every rank, then this process; `fg`/`bg` continues them (job_control.py). `--resume RUN`
 reads the launch settings from the run's config file (overrides still win).
 
 With `trainer.launcher=ray` the other ranks are Ray actors on the cluster instead
-(distributed/trainer_group.py) and this process is rank 0.
+(distributed/trainer_group.py) and this process is rank 0: Ctrl-Z stops rank 0 alone, and the
+actors wait for it up to `trainer.timeout_s`. Under torchrun (which starts each rank in a session
+of its own) Ctrl-Z stops torchrun alone and the ranks train on.
 
 Limits: the local launcher is for one machine (for several nodes use torchrun's own
 rendezvous, or `trainer.launcher=ray`); the YAML is only peeked for the launch settings
@@ -136,34 +139,38 @@ def run_ranks(cmd: Sequence[str], world_size: int, timeout_s: float = DEFAULT_TI
     The ranks get a process group of their own, so a terminal's Ctrl-C reaches this process only,
     which hands it to rank 0 alone: rank 0 finishes its step and checkpoints with the other ranks
     still alive (train/supervised_checkpoint.py, the RL loop's save), then exits 130 and the job
-    ends with 130. A second Ctrl-C is handed on too (rank 0 stops at once), and the ranks are stopped."""
+    ends with 130. A second Ctrl-C is handed on too (rank 0 stops at once), and the ranks are stopped.
+    Ctrl-Z stops every rank's process group and then this process; `fg`/`bg` continues them (job_control.py)."""
+    from posttrain.parallel.job_control import JobControl
+
     port = _free_port()
-    procs = []
-    for r in range(world_size):
-        e = {**os.environ, **(env or {}), "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(world_size),
-             "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-             "POSTTRAIN_TIMEOUT_S": str(timeout_s), LAUNCHER_PID: str(os.getpid())}
-        e.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // world_size)))
-        procs.append(subprocess.Popen(list(cmd), env=e, process_group=0))
-    interrupts = 0
-    while True:
-        try:
-            code = _job_status(procs, interrupted=interrupts > 0)
-            if code is not None:
-                return code
-            time.sleep(poll_s)
-        except KeyboardInterrupt:
-            interrupts += 1
-            if procs[0].poll() is None:
-                procs[0].send_signal(signal.SIGINT)
-            if interrupts > 1:
-                _stop(procs)
-                return 130
+    procs: list[subprocess.Popen] = []
+    with JobControl(procs) as jc:  # before the first start: a Ctrl-Z now stops the ranks started so far
+        for r in range(world_size):
+            e = {**os.environ, **(env or {}), "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(world_size),
+                 "LOCAL_WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                 "POSTTRAIN_TIMEOUT_S": str(timeout_s), LAUNCHER_PID: str(os.getpid())}
+            e.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // world_size)))
+            procs.append(subprocess.Popen(list(cmd), env=e, process_group=0))
+        interrupts = 0
+        while True:
+            try:
+                code = _job_status(procs, interrupted=interrupts > 0, note=jc.pause_note(timeout_s))
+                if code is not None:
+                    return code
+                time.sleep(poll_s)
+            except KeyboardInterrupt:
+                interrupts += 1
+                if procs[0].poll() is None:
+                    procs[0].send_signal(signal.SIGINT)
+                if interrupts > 1:
+                    _stop(procs)
+                    return 130
 
 
-def _job_status(procs: Sequence[subprocess.Popen], interrupted: bool) -> int | None:
+def _job_status(procs: Sequence[subprocess.Popen], interrupted: bool, note: str = "") -> int | None:
     """None while the job runs; 0 once every rank is done; else the failing rank's code, the rest
-    stopped and the rank named, except rank 0 leaving with 130 after a Ctrl-C (it said why)."""
+    stopped and the rank named (`note` appended), except rank 0 leaving with 130 after a Ctrl-C (it said why)."""
     codes = [p.poll() for p in procs]
     bad = next((r for r, c in enumerate(codes) if c not in (None, 0)), None)
     if bad is None:
@@ -174,7 +181,8 @@ def _job_status(procs: Sequence[subprocess.Popen], interrupted: bool) -> int | N
     _stop(procs)
     c = codes[bad]
     how = f"was killed by signal {signal.Signals(-c).name}" if c < 0 else f"exited with status {c}"
-    print(f"posttrain: error: rank {bad} of {len(procs)} {how}; stopped the other ranks", file=sys.stderr, flush=True)
+    print(f"posttrain: error: rank {bad} of {len(procs)} {how}; stopped the other ranks{note}", file=sys.stderr,
+          flush=True)
     return c if c > 0 else 1
 
 

@@ -3,7 +3,8 @@
     die_with_launcher()   # each rank, as it starts (mesh.init_group)
 
 The launcher puts its ranks in a process group of their own, so that a terminal's Ctrl-C reaches the
-launcher alone (it hands it to rank 0, which checkpoints with the other ranks alive). The same
+launcher alone (it hands it to rank 0, which checkpoints with the other ranks alive; Ctrl-Z too, and
+it stops the ranks itself: job_control.py). The same
 separation keeps a terminal's hang-up and a SIGKILL of the launcher from reaching the ranks: they
 would go on training as orphans. The kernel's parent-death signal closes that gap.
 """
