@@ -66,3 +66,26 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     logits = model(input_ids=input_ids, attention_mask=attention_mask, **model_inputs).logits[:, :-1].float()  # [B, L-1, V]
     logp = torch.log_softmax(logits, -1).gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # [B, L-1]
     return logp, (logits if with_logits else None)
+
+
+def target_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
+                    **model_inputs: Any) -> torch.Tensor:
+    """log p(token j+1 | tokens <= j) where `loss_mask` [B, L-1] is set, 0 elsewhere: [B, L-1].
+
+    The vocabulary projection runs only at those positions (transformers' `logits_to_keep` with a
+    boolean mask: the hidden states are gathered before `lm_head`, and the model's own logit
+    post-processing, such as soft-capping, still applies), so a supervised loss pays for its answer
+    tokens, not for a [B, L, V] tensor over every prompt token: with Gemma 3's 262k-token vocabulary
+    the full logits of a batch of 8 x 64 tokens are 0.5 GB in fp32, times three for the float copy,
+    the log-softmax and its gradient. Equal to `token_logprobs` at the masked positions."""
+    targets = loss_mask > 0  # [B, L-1]
+    if not bool(targets.any()):  # nothing to score: the full path keeps the graph (a zero loss with a gradient)
+        return token_logprobs(model, input_ids, attention_mask, **model_inputs)[0] * 0.0
+    keep = torch.zeros_like(input_ids, dtype=torch.bool)  # [B, L]: position j's logits score token j+1
+    keep[:, :-1] = targets
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep, **model_inputs).logits
+    logits = logits.reshape(-1, logits.shape[-1]).float()  # [N, V], row-major over (b, j) as targets is
+    lp = torch.log_softmax(logits, -1).gather(-1, input_ids[:, 1:][targets].unsqueeze(-1)).squeeze(-1)  # [N]
+    out = torch.zeros(targets.shape, dtype=lp.dtype)
+    out[targets] = lp
+    return out

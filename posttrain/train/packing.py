@@ -94,9 +94,11 @@ def padded_batch(examples: Sequence[Encoded], pad_id: int) -> PackedBatch:
 
 
 def batch_logprobs(model: Any, pb: PackedBatch, **model_inputs: Any) -> torch.Tensor:
-    """log p(token j+1 | its own sequence up to j): [R, L-1]. `model_inputs` (a VLM's
+    """log p(token j+1 | its own sequence up to j) at the learned tokens (`pb.loss_mask`), 0 elsewhere: [R, L-1]. `model_inputs` (a VLM's
     pixel_values, for the rows with image placeholders, in row order) go to the model."""
+    from posttrain.train.batching import target_logprobs
+
     kw = {} if pb.position_ids is None else {"position_ids": pb.position_ids}
     kw.update(model_inputs)
-    logits = model(input_ids=pb.input_ids, attention_mask=pb.attention_mask, **kw).logits[:, :-1].float()  # [R, L-1, V]
-    return torch.log_softmax(logits, -1).gather(-1, pb.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    # only where the loss reads: the vocabulary projection at the learned tokens, 0 elsewhere (batching.py)
+    return target_logprobs(model, pb.input_ids, pb.attention_mask, pb.loss_mask, **kw)

@@ -21,7 +21,7 @@ import torch
 
 from posttrain.config import OptimConfig, SFTConfig
 from posttrain.rollout.prompting import encode_completion, encode_prompt
-from posttrain.train.batching import pack_sequences, token_logprobs
+from posttrain.train.batching import pack_sequences, target_logprobs
 from posttrain.train.supervised import Batch, LocalSupervisedTrainer, SupervisedRun, train_supervised
 from posttrain.types import Message
 
@@ -78,7 +78,7 @@ class DemoSFT:
             from posttrain.rollout.vision import concat_inputs
 
             inputs = concat_inputs([d for _, images in items for d in images])
-        logp, _ = token_logprobs(model, tb.input_ids, tb.attention_mask, **inputs)  # [B, L-1]
+        logp = target_logprobs(model, tb.input_ids, tb.attention_mask, tb.loss_mask, **inputs)  # [B, L-1]
         return -(logp * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1), {}
 
     def describe(self, items: Sequence[Any]) -> str:

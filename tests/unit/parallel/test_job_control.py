@@ -97,7 +97,7 @@ def _suspend(launcher: subprocess.Popen, n: int) -> list[int]:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_ctrl_z_stops_every_rank_and_fg_finishes_the_run(tmp_path):
-    steps = 20  # a 2-rank tiny step is ~0.2 s: Ctrl-Z after the first logged step lands mid-run
+    steps = 60  # a 2-rank tiny step is ~0.2 s: Ctrl-Z after the first logged step lands mid-run, with ~12 s to spare under load
     cfg_file, over = sft_case(tmp_path)
     over = [o for o in over if not o.startswith("sft.steps")] + [f"sft.steps={steps}", "sft.checkpoint_every=100"]
     out = tmp_path / "run"

@@ -123,3 +123,25 @@ def test_sft_recipe_lowers_eval_loss_and_writes_a_loadable_model(tmp_path):
     assert len(rows) == 30 and "eval/loss" in rows[14]
     model, _ = load_policy(s["model"])
     assert model.config.hidden_size == 32
+
+
+@pytest.mark.parametrize("pack", [False, True])
+def test_logprobs_at_the_learned_tokens_only_equal_the_full_vocabulary_pass(tiny, pack):
+    """batch_logprobs projects onto the vocabulary only where the loss reads (target_logprobs): the same
+    numbers and gradients as the full [R, L-1, V] pass at the learned tokens, 0 elsewhere."""
+    from posttrain.train.batching import token_logprobs
+
+    model, tok = tiny
+    items = _items(tok)
+    pb = packed_batch(pack_examples(items, 64), tok.pad_token_id) if pack else padded_batch(items, tok.pad_token_id)
+    kw = {} if pb.position_ids is None else {"position_ids": pb.position_ids}
+    full, _ = token_logprobs(model, pb.input_ids, pb.attention_mask, **kw)
+    grads = []
+    for logp in (batch_logprobs(model, pb), full):
+        model.zero_grad()
+        (logp * pb.loss_mask).sum().backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    kept = batch_logprobs(model, pb).detach()
+    assert torch.allclose(kept, full.detach() * pb.loss_mask, atol=1e-6)
+    assert (kept[pb.loss_mask == 0] == 0).all()
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*grads))
