@@ -141,6 +141,7 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     from posttrain.models import load_policy, save_policy
     from posttrain.rollout import make_engine
     from posttrain.eval.heldout import evaluate_heldout_mixed
+    from posttrain.train.lora import apply_lora, export_model
     from posttrain.train.sft import SupervisedLoop
 
     out = RunDir(run_dir).sft_model
@@ -153,15 +154,20 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
                           f"of the training tasks with an oracle; domains: {doms}); set sft.steps=0 for RL alone")
     model, tok = base or build_base(cfg, run_dir)
     seqs = await demonstrations(cfg, model, tok, splits.sft, runner)
-    loop = SupervisedLoop(model, tok.pad_token_id, seqs, s.steps, s.optim, s.batch_size, cfg.seed)
+    # trainer.lora holds for the warm-up too: its adapters are merged into the saved sft-model, and RL
+    # puts fresh ones on that. (Full fine-tuning here held the weights' gradients and AdamW states: 3x
+    # the model, 4 GB more for Gemma 3 270M.)
+    trained = apply_lora(model, cfg.trainer) if cfg.trainer.lora is not None else model
+    loop = SupervisedLoop(trained, tok.pad_token_id, seqs, s.steps, s.optim, s.batch_size, cfg.seed)
     val = validation_tasks(cfg, splits) if stop.stop_at_pass is not None else []
     checks: list[dict] = []
     prev, chosen = None, None  # the previous check's weights; the step finally kept
     for step in range(s.steps):
         report("sft", {"step": step + 1, "total": s.steps, "loss": loop.step()})
         if val and ((step + 1) % stop.check_every == 0 or step + 1 == s.steps):
-            model.eval()
-            eng = make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
+            trained.eval()
+            snapshot = export_model(trained) if trained is not model else copy.deepcopy(model)  # adapters merged
+            eng = make_engine(cfg.engine.name, snapshot, tok, **cfg.engine.args)
             res = await evaluate_heldout_mixed(eng, tok, val, runner, cfg.eval.max_new_tokens, 0, cfg.agent)
             level = res.mean_over_domains()
             checks.append({"step": step + 1, "pass@1": level, "domains": res.by_domain()})
@@ -170,11 +176,13 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
                 # The curve can jump across the level between two checks: keep whichever of
                 # the last two checkpoints lies closer to it.
                 if prev is not None and stop.stop_at_pass - checks[-2]["pass@1"] < level - stop.stop_at_pass:
-                    model.load_state_dict(prev)
+                    trained.load_state_dict(prev, strict=False)
                     chosen = checks[-2]["step"]
                 break
-            prev = copy.deepcopy(model.state_dict())
-    model.eval()
+            # what training changes (the adapters alone under LoRA), not a second copy of the frozen weights
+            prev = {n: p.detach().clone() for n, p in trained.named_parameters() if p.requires_grad}
+    trained.eval()
+    model = export_model(trained) if trained is not model else model
     (run_dir / "sft_losses.json").write_text(json.dumps(loop.losses))
     from posttrain.store.trackers.base import log_phase
 

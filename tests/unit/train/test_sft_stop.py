@@ -52,3 +52,21 @@ def test_sft_keeps_the_checkpoint_closer_to_the_target_when_the_curve_jumps(tmp_
     d = json.loads((tmp_path / "sft_checks.json").read_text())
     assert [c["step"] for c in d["checks"]] == [2, 4, 6]
     assert d["kept_step"] == 4  # 0.45 is 0.05 from 0.5; 0.9 is 0.4 past it
+
+
+def test_the_warm_up_trains_lora_adapters_when_the_trainer_has_them(tmp_path):
+    """trainer.lora holds for the warm-up too: only the targeted projections move, merged into a plain sft-model."""
+    import torch
+
+    from posttrain.models import load_policy
+    from posttrain.models.base import build_base
+
+    cfg = load_config(None, [*SMALL, "recipe.rl.stop_at_pass=null", "sft.steps=3", "sft.optim.lr=5e-2",
+                             "trainer.lora={r: 4, alpha: 8, target_modules: [q_proj, v_proj]}"])
+    base = {k: v.clone() for k, v in build_base(cfg, tmp_path)[0].state_dict().items()}
+    model, _ = asyncio.run(sft_phase(cfg, tmp_path, make_splits(cfg), lambda p, i: None, runner=None))
+    saved = load_policy(tmp_path / "sft-model")[0].state_dict()
+    assert set(saved) == set(base) and not (tmp_path / "sft-model" / "adapter_config.json").exists()
+    moved = {k for k in base if not torch.equal(base[k], saved[k])}
+    assert moved and all(".q_proj." in k or ".v_proj." in k for k in moved)
+    assert all(torch.equal(saved[k], v) for k, v in model.state_dict().items())  # returned = saved
