@@ -60,7 +60,10 @@ async def _read_marker(sess, n: int, deadline: float, out_cap: int, files: tuple
         while b"\n" in sess._pending:
             line, sess._pending = sess._pending.split(b"\n", 1)
             if line.startswith(want):
-                return int(line[len(want) :]), killed
+                # Output over the cap is over the cap even when the command ended before a poll saw it
+                # (a fast writer, a busy machine): the step's status must not depend on that race.
+                over = killed is None and any(_size(f) > out_cap for f in files)
+                return int(line[len(want) :]), "output_limit" if over else killed
         now = time.monotonic()
         if killed is None and any(_size(f) > out_cap for f in files):
             killed = "output_limit"

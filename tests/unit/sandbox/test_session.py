@@ -87,6 +87,14 @@ def test_step_output_flood_is_cut(run, session):
     assert r.status == "output_limit" and r.stdout_truncated and len(r.stdout) == 10_000
 
 
+def test_output_over_the_cap_is_output_limit_even_when_the_command_ends_before_a_poll(run, session):
+    """A writer faster than the 20 ms output poll (done in microseconds): the status must not depend
+    on whether the poll saw the file grow before the step's end marker arrived."""
+    s = session(limits=ExecLimits(output_bytes=10_000))
+    r = run(s.run, "head -c 20000 /dev/zero | tr '\\0' x")
+    assert r.status == "output_limit" and r.stdout_truncated and len(r.stdout) == 10_000
+
+
 def test_step_budget(run, session):
     s = session(max_steps=2)
     run(s.run, "true")

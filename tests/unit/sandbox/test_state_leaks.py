@@ -249,8 +249,13 @@ def test_filling_the_workspace_costs_the_host_no_disk_and_no_shared_memory(runne
             await asyncio.sleep(0.02)
         return task.result(), [s - low for s, low in zip(start, lowest)]
 
-    r, drops = runner.run(go())
-    assert r.status == "ok" and int(r.stdout) == ExecLimits().workspace_mb, r
+    # The free space is the host's: a test on the other worker writing to /tmp at the same moment
+    # lowers it too. A leak shows in every try; another test's write in one, so up to 3 tries.
+    for _ in range(3):
+        r, drops = runner.run(go())
+        assert r.status == "ok" and int(r.stdout) == ExecLimits().workspace_mb, r
+        if all(d <= cap for d in drops):
+            break
     assert all(d <= cap for d in drops), dict(zip(paths, drops))
 
 
