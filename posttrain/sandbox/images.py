@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from posttrain.errors import SandboxError
-from posttrain.sandbox.runtime import python_runtime, sandbox_home
+from posttrain.sandbox.runtime import private_dir, python_runtime, sandbox_home
 
 LAYER_INSIDE = "/opt/image"
 _CHECKED: "dict[str, Image]" = {}
@@ -56,9 +56,7 @@ class Image:
 
 
 def images_dir() -> Path:
-    d = sandbox_home() / "images"
-    d.mkdir(exist_ok=True)
-    return d
+    return private_dir(sandbox_home() / "images")  # rootfs layers keep setuid bits: see rootfs_store
 
 
 @lru_cache(maxsize=1)

@@ -35,7 +35,7 @@ from posttrain.sandbox.images import RootfsImage, images_dir, load_rootfs
 from posttrain.sandbox.rootfs_store import StoredLayer, commit_layer, layer_dir, load_layer, remove_tree, store_dir
 from posttrain.sandbox.runtime import bwrap_path
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: layers keep setuid and setgid bits
 MIRROR = os.environ.get("POSTTRAIN_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 SOURCE_DATE_EPOCH = "1700000000"
 BUILD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -18,6 +18,9 @@ Everything is renamed into place only when complete, so a half-built one never e
 whose process is still alive (its pid ends the name).
 Files are owned by the sandbox's host uid: the sandbox's root maps to it, so overlay
 copy-up works inside the user namespace (host-root-owned files could not be copied up).
+Their setuid and setgid bits are kept (`su` and `passwd` look as Debian ships them; inside,
+where every id maps to that one uid, they grant nothing); the store is reachable by that
+uid and root only (`private_dir`), so no other host user can run one of them as that uid.
 """
 
 from __future__ import annotations
@@ -31,16 +34,16 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from posttrain.sandbox.runtime import SANDBOX_HOST_ID, sandbox_home
+from posttrain.sandbox.runtime import SANDBOX_HOST_ID, private_dir, sandbox_home
 
-_CHECKED: "dict[str, StoredLayer]" = {}
+_CHECKED: "dict[str, StoredLayer]" = {}  # layers checked whole in this process (images share their base)
 
 
 def images_dir() -> Path:
     """The image store (the same directory as `images.images_dir`; not imported from there: no cycle)."""
-    d = sandbox_home() / "images"
-    d.mkdir(exist_ok=True)
-    return d  # layers checked whole in this process (images share their base)
+    return private_dir(sandbox_home() / "images")
+
+
 _OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
 
 
@@ -114,12 +117,15 @@ def finalize_tree(tree: Path) -> None:
 
     Opaque directories carry trusted.overlay.opaque (built as real root); an overlay
     mounted in a user namespace reads user.overlay.opaque, so both are set. Everything
-    is owned by the sandbox uid (lchown: links are not followed; setuid bits drop)."""
+    is owned by the sandbox uid (lchown: links are not followed). A chown clears a file's
+    setuid and setgid bits; they are set again, so the layer holds the modes its build made."""
     os.chmod(tree, 0o755)
     for _rel, p, st in _entries(tree):
         if stat.S_ISDIR(st.st_mode) and _is_opaque(p):
             os.setxattr(p, "user.overlay.opaque", b"y", follow_symlinks=False)
         os.lchown(p, SANDBOX_HOST_ID, SANDBOX_HOST_ID)
+        if not stat.S_ISLNK(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+            os.chmod(p, stat.S_IMODE(st.st_mode))
     os.lchown(tree, SANDBOX_HOST_ID, SANDBOX_HOST_ID)
 
 

@@ -41,6 +41,17 @@ def sandbox_home() -> Path:
     return home
 
 
+def private_dir(path: Path) -> Path:
+    """`path`, created, reachable by this process's user and the sandbox's host uid only (0700, owned by
+    that uid when root). Image layers keep their setuid bits and an episode can make a setuid file in
+    its /work: a host user who could reach such a file would run it as the sandbox uid."""
+    path.mkdir(exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(path, SANDBOX_HOST_ID, SANDBOX_HOST_ID)
+    os.chmod(path, 0o700)
+    return path
+
+
 def workspace_root() -> Path:
     """Workspaces live on tmpfs (/dev/shm) where available: pages are charged to the writer's memory cgroup."""
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else sandbox_home()

@@ -50,7 +50,7 @@ class Workspace:
     @classmethod
     def create(cls, root: Path, owner: int | None) -> "Workspace":
         path = root / f"ws-{os.getpid()}-{next(_counter)}"
-        path.mkdir(mode=0o755)
+        path.mkdir(mode=0o700)  # the episode can make setuid files here: no other host user may reach them
         if owner is not None:
             os.chown(path, owner, owner)
         return cls(path, owner)

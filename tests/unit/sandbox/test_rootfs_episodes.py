@@ -46,6 +46,14 @@ def test_nothing_of_one_episode_reaches_the_next(iexec, debian_image):
     assert (debian_image.lowers[-1] / "app" / "main.py").read_text() == 'print("hello from the image")\n'  # the host's copy is intact
 
 
+def test_setuid_programs_keep_their_bits_and_grant_nothing(iexec):
+    r = iexec("stat -c '%a %n' /usr/bin/su /usr/bin/passwd; id -u; su -c 'id -u' root </dev/null; echo rc=$?")
+    assert r.status == "ok", r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["4755 /usr/bin/su", "4755 /usr/bin/passwd"]  # as Debian ships them
+    assert lines[-1] != "rc=0" or lines[-2] == lines[2]  # su gains no identity the episode did not have
+
+
 def test_no_network(iexec):
     r = iexec("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=2)\" 2>&1 | tail -1; tail -n +3 /proc/net/dev | cut -d: -f1")
     assert "unreachable" in r.stdout and r.stdout.split("\n")[1:] == ["    lo", ""]
