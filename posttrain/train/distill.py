@@ -33,7 +33,7 @@ from posttrain.rollout.engine import SamplingParams
 from posttrain.rollout.single_turn import rollout_single_turn
 from posttrain.train.batching import pack_trajectories, token_logprobs
 from posttrain.train.optim import build_optimizer, build_schedule
-from posttrain.train.update import update_policy
+from posttrain.train.update import metric_name, update_policy
 from posttrain.types import Task, Trajectory
 
 
@@ -130,7 +130,7 @@ def distill_step(cfg: RunConfig, model: Any, tok: Any, teacher: Any, engine: Any
     row = {"step": step, "samples": len(trajs), "reward/mean": sum(t.reward for t in scored) / max(1, len(scored)),
            "time/generate_s": t_gen - t0, "time/verify_s": t_ver - t_gen, "time/teacher_s": t_teacher - t_ver,
            "time/update_s": t_upd - t_teacher, "time/step_s": time.perf_counter() - t0,
-           **{f"train/{k}": v for k, v in stats.items()}}
+           **{metric_name(k): v for k, v in stats.items()}}
     row["time/teacher_frac"] = row["time/teacher_s"] / row["time/step_s"]
     return row, trajs
 

@@ -48,7 +48,7 @@ from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
 from posttrain.train.longtail_source import LongTailBatchSource
 from posttrain.train.loss_norm import step_counts
 from posttrain.train.trainer import Trainer, default_trainer, reference_model
-from posttrain.train.update import NonFiniteLoss
+from posttrain.train.update import NonFiniteLoss, metric_name
 from posttrain.types import Task, Trajectory
 from posttrain.verifiers.overlong import make_overlong
 from posttrain.verifiers.run import VerifierRunner
@@ -194,7 +194,7 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
         "time/generate_s": batch.t_gen - batch.t_start, "time/verify_s": batch.t_ver - batch.t_gen,
         "time/update_s": t_upd - batch.t_ver, "time/sync_s": sync_s, "time/step_s": step_s,
         "time/sync_frac": sync_s / step_s, "weights_version": st.version,
-        **{f"train/{k}": v for k, v in stats.items()},
+        **{metric_name(k): v for k, v in stats.items()},
         **st.scheduler.metrics(), **batch.metrics, **sync_row,
     }
     for part in (st.engine, st.runner.ctx.sandbox):  # Ray parts: per-node throughput, queue depth, failures

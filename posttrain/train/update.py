@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import time
 from typing import Any, Sequence
 
 import torch
@@ -112,6 +113,16 @@ def micro_batches(sub: Sequence[Trajectory], micro_tokens: int) -> list[list[int
     return out + [cur] if cur else out
 
 
+# The update's time split, in its returned stats (seconds summed over minibatches); the loops log
+# them as time/forward_s, time/backward_s, time/optimizer_s (`metric_name`).
+UPDATE_CLOCK = ("forward_s", "backward_s", "optimizer_s")
+
+
+def metric_name(stat: str) -> str:
+    """Where an update stat goes in a metrics row: time/ for the clock, train/ for the rest."""
+    return f"time/{stat}" if stat in UPDATE_CLOCK else f"train/{stat}"
+
+
 def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajectory], adv: torch.Tensor,
                   cfg: RLConfig, pad_id: int, ref_model: Any | None = None, tcfg: Any = None,
                   correction: Any = None, counts: StepCounts | None = None) -> dict[str, float]:
@@ -140,7 +151,12 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     totals: dict[str, float] = {}
     corr = correction(model, trajs, pad_id, cfg) if correction is not None else None
     recompute = cfg.old_logprobs == "recompute"
+    t_plan = time.perf_counter()
     fused, behaviour = _behaviour_plan(model, trajs, torch.chunk(order, n_mb), corr, pad_id, cfg)
+    # seconds in each part of the update, summed over its minibatches (the step's time split):
+    # forward = logprobs, loss and any recompute pass; backward; optimizer = clip + step
+    clock = dict.fromkeys(UPDATE_CLOCK, 0.0)
+    clock["forward_s"] = time.perf_counter() - t_plan
     for _epoch in range(cfg.update_epochs):
         for k_mb, mb in enumerate(torch.chunk(order, n_mb)):
             sub = [trajs[i] for i in mb.tolist()]
@@ -154,7 +170,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
             kw = {**cfg.loss_kwargs(), **({"denom": denom} if denom is not None else {})}
             logp, ent_tok, kl, loss_st, old_logp = _forward_backward(model, sub, tb, adv[mb], old_logp, loss_mask, cfg,
                                                                      pad_id, loss_fn, kl_fn, ref_model, tcfg, where,
-                                                                     kw, fused)
+                                                                     kw, fused, clock)
             if loss_st is None:  # micro-batched: the loss and its statistics over the whole minibatch
                 with torch.no_grad():
                     loss_st = loss_fn(logp, old_logp, adv[mb], loss_mask, **kw)
@@ -164,8 +180,10 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
             if kl is not None:
                 loss = loss + cfg.kl_coef * kl
                 st["kl"] = float(kl)
+            t_opt = time.perf_counter()
             gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             opt.step()
+            clock["optimizer_s"] += time.perf_counter() - t_opt
             with torch.no_grad():
                 ent = (ent_tok * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
                 mismatch = ((logp - tb.old_logp).abs() * tb.loss_mask).max()
@@ -177,7 +195,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
                          **st}.items():
                 totals[k] = totals.get(k, 0.0) + v / (n_mb * cfg.update_epochs)
     model.eval()
-    return totals
+    return {**totals, **clock}
 
 
 def _behaviour_plan(model: Any, trajs: Sequence[Trajectory], chunks: Sequence[torch.Tensor], corr: Any,
@@ -221,7 +239,8 @@ def recompute_old_logprobs(model: Any, minibatches: Sequence[Sequence[Trajectory
 def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch.Tensor, old_logp: torch.Tensor,
                       loss_mask: torch.Tensor, cfg: RLConfig, pad_id: int, loss_fn: Any, kl_fn: Any,
                       ref_model: Any, tcfg: Any, where: str, loss_kw: dict[str, Any],
-                      fused_recompute: bool = False) -> tuple[torch.Tensor, torch.Tensor, Any, Any, torch.Tensor]:
+                      fused_recompute: bool = False,
+                      clock: dict[str, float] | None = None) -> tuple[torch.Tensor, torch.Tensor, Any, Any, torch.Tensor]:
     """Gradients of the minibatch's loss accumulated into the parameters, micro-batch by micro-batch;
     returns the minibatch's (logp, entropy) [b, L-1], detached, the KL term (None without one),
     the loss function's (loss, stats) when one micro-batch was the whole minibatch (else None), and
@@ -235,6 +254,7 @@ def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch
     logp_all, ent_all = torch.zeros_like(tb.old_logp), torch.zeros_like(tb.old_logp)
     ref_all = torch.zeros_like(tb.old_logp) if kl_fn is not None else None
     for idx in chunks:
+        t_fwd = time.perf_counter()
         whole = len(idx) == len(sub)
         part = sub if whole else [sub[i] for i in idx]
         tbm = tb if whole else pack_trajectories(part, pad_id)
@@ -262,7 +282,11 @@ def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch
             loss = loss + cfg.kl_coef * (kl_fn(full, ref_full) * tb.loss_mask).sum() / tb.loss_mask.sum().clamp(min=1)
         if not math.isfinite(float(loss.detach())):
             raise NonFiniteLoss(f"non-finite loss {float(loss.detach())} on {where}")
+        t_back = time.perf_counter()
         loss.backward()
+        if clock is not None:
+            clock["backward_s"] += time.perf_counter() - t_back
+            clock["forward_s"] += t_back - t_fwd
         logp_all[rows, :width] = lp.detach()
         ent_all[rows, :width] = ent.detach().to(ent_all.dtype)
     kl = None

@@ -59,7 +59,9 @@ def test_micro_batched_statistics_equal_one_backward(tiny):
     _, one = grads_after(*tiny, batch())
     _, micro = grads_after(*tiny, batch(), micro_tokens=30)
     assert one.keys() == micro.keys()
-    assert all(abs(one[k] - micro[k]) <= 1e-5 * max(1.0, abs(one[k])) for k in one if k != "grad_norm")
+    from posttrain.train.update import UPDATE_CLOCK  # wall-clock seconds, not statistics
+
+    assert all(abs(one[k] - micro[k]) <= 1e-5 * max(1.0, abs(one[k])) for k in one if k != "grad_norm" and k not in UPDATE_CLOCK)
 
 
 def test_micro_batched_kl_gradients_equal_one_backward(tiny):
@@ -96,3 +98,12 @@ def test_micro_batches_keep_groups_whole_and_within_the_limit():
 
 def test_zero_means_one_micro_batch():
     assert micro_batches(batch(), 0) == [list(range(len(batch())))]
+
+
+def test_the_update_reports_its_time_split_and_the_loop_logs_it_under_time(tiny):
+    from posttrain.train.update import UPDATE_CLOCK, metric_name
+
+    _, stats = grads_after(*tiny, batch(), micro_tokens=30)  # several micro-batches: the clock sums them
+    assert all(stats[k] > 0.0 for k in UPDATE_CLOCK)
+    assert [metric_name(k) for k in (*UPDATE_CLOCK, "loss")] == \
+        ["time/forward_s", "time/backward_s", "time/optimizer_s", "train/loss"]
