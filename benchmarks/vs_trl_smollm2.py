@@ -33,8 +33,9 @@ Per step: time split (posttrain: generate, verify, forward, backward, optimizer,
 metrics; TRL: generation, reward, forward (compute_loss), backward, optimizer, from wrapped
 methods), peak proportional memory of each side's process tree (PSS, sampled every 0.5 s), and
 held-out pass@1 at equal steps: per seed (McNemar on the same items) and paired across seeds (t).
-The equal-wall-time arm (30 minutes each) is not here yet: docs/benchmarks.md says so.
-Writes benchmarks/results/vs_trl_smollm2.json.
+`--wall-minutes 30 --steps 2000` is the equal-wall-time arm: each side trains until 30 minutes of its
+training loop have passed (posttrain: recipe.rl.rl_minutes; TRL: a callback), then both are scored
+the same way. Writes benchmarks/results/vs_trl_smollm2.json (`--results` to change).
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def run_ours(a: argparse.Namespace, data: dict, seed: int, out: Path) -> dict:
         f"rl.optim={{lr: {a.lr}, betas: [0.9, 0.999], weight_decay: 0.0, schedule: constant, warmup: 0}}",
         f"trainer.lora={{r: {LORA['r']}, alpha: {LORA['alpha']}, dropout: 0.0, target_modules: {LORA['target_modules']}}}",
         f"schedule={{name: fixed_order, args: {{order_file: {data['orders'][seed]}}}}}",
-        "rl.checkpoint_every=0", *a.extra,
+        "rl.checkpoint_every=0", *([f"recipe.rl.rl_minutes={a.wall_minutes}"] if a.wall_minutes else []), *a.extra,
     ]
     cmd = [str(ROOT / ".venv/bin/posttrain"), "rl", str(cfg), "--out", str(run), "--overwrite", *overrides]
     log = out / f"ours-s{seed}.log"
@@ -182,7 +183,8 @@ def run_trl(a: argparse.Namespace, data: dict, seed: int, out: Path) -> dict:
     res = out / f"trl-s{seed}.json"
     cmd = [str(ROOT / ".venv/bin/python"), str(Path(__file__).resolve()), "--trl-worker", str(res), "--seed-one",
            str(seed), "--data-dir", str(out), "--model", a.model, "--steps", str(a.steps), "--prompts", str(a.prompts),
-           "--group", str(a.group), "--max-new", str(a.max_new), "--lr", str(a.lr)]
+           "--group", str(a.group), "--max-new", str(a.max_new), "--lr", str(a.lr),
+           *(["--wall-minutes", str(a.wall_minutes)] if a.wall_minutes else [])]
     log = out / f"trl-s{seed}.log"
     t0 = time.perf_counter()
     with open(log, "w") as f:
@@ -264,13 +266,15 @@ def trl_worker(a: argparse.Namespace) -> None:
             row = {k: v for k, v in clock.items() if not k.startswith("_")}
             row["step"] = time.perf_counter() - clock["_t0"]
             steps.append(row)
+            if a.wall_minutes and time.perf_counter() - t0 >= a.wall_minutes * 60:  # posttrain's rule: stop past the budget
+                control.should_training_stop = True
 
         def on_log(self, args, state, control, logs=None, **kw):
             if logs and "reward" in logs:
                 rewards.append(float(logs["reward"]))
 
+    t0 = time.perf_counter()  # the wall-time budget counts from here, as posttrain's from its RL loop's start
     trainer.add_callback(Timing())
-    t0 = time.perf_counter()
     trainer.train()
     train_s = time.perf_counter() - t0
     merged = trainer.model.merge_and_unload()
@@ -317,6 +321,8 @@ def main() -> None:
     ap.add_argument("--difficulty", type=float, default=0.3)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--sides", nargs="+", default=["trl", "posttrain"], choices=["trl", "posttrain"])
+    ap.add_argument("--wall-minutes", type=float, default=None,
+                    help="equal wall time: each side trains this many minutes (--steps then only caps the steps)")
     ap.add_argument("--calibrate", type=float, nargs="*", default=None, help="difficulties: print base pass rates, train nothing")
     ap.add_argument("--results", default=str(ROOT / "benchmarks/results/vs_trl_smollm2.json"))
     ap.add_argument("--trl-worker", default=None, help=argparse.SUPPRESS)

@@ -319,6 +319,9 @@ class TextRLSettings(Section):
     stop_at_pass: float | None = Field(default=None, gt=0.0, le=1.0)
     check_every: int = Field(default=50, ge=1)  # SFT steps between validation checks
     val_per_domain: int = Field(default=100, ge=1)  # validation tasks per domain
+    # RL ends after this many minutes of its loop's wall time (a resumed run counts from the resume), or at
+    # rl.steps if that comes first: equal-wall-time comparisons (benchmarks/vs_trl_smollm2.py). None: rl.steps.
+    rl_minutes: float | None = Field(default=None, gt=0.0)
 
 
 @recipe("rl", settings=TextRLSettings)
@@ -385,8 +388,10 @@ class TextRL:
 
         st = ctx.rl_state(engine_factory=cluster_engine_factory(ctx.cfg))
         total = ctx.cfg.rl.steps
+        minutes = recipe_settings(ctx.cfg, "rl").rl_minutes
+        budgets = [b for b in (ctx.budget_s, minutes * 60 if minutes else None) if b is not None]
         await train_rl(st, on_step=lambda s, row: ctx.report("rl", {"step": s + 1, "total": total, **row}),
-                       budget_s=ctx.budget_s)
+                       budget_s=min(budgets) if budgets else None)
 
     def summarize(self, ctx: RunContext, before: HeldoutResult | None, after: HeldoutResult | None) -> dict:
         from posttrain.recipes.report import add_intervals

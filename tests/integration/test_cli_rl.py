@@ -82,3 +82,13 @@ def test_bad_input_is_one_line_without_traceback(args, expect):
     assert expect in r.stderr
     assert "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_recipe_rl_minutes_ends_rl_on_wall_time_before_rl_steps(tmp_path):
+    """recipe.rl.rl_minutes (equal-wall-time comparisons): the loop stops at the first step past the budget."""
+    out = tmp_path / "run"
+    r = run_cli("rl", "examples/tiny_rl.yaml", "rl.steps=500", "rl.checkpoint_every=0", "recipe.rl.rl_minutes=0.0001",
+                "eval.before=false", "eval.after=false", *SMALL, "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert metric_steps(out) == [0]  # 6 ms of budget: one step, then the budget is spent
+    assert (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir())  # the end is saved
