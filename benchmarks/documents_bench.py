@@ -206,6 +206,7 @@ def main() -> None:
     ap.add_argument("--reader-max-new", type=int, default=512, help="cap on answer tokens (table_extract asks up to 2048)")
     ap.add_argument("--reader-suites", default="xref,table_extract,niah", help="comma-separated suites for the reader part")
     ap.add_argument("--reader-context", type=int, default=None, help="tokens the reader reads (default: its whole window)")
+    ap.add_argument("--reader-batch", type=int, default=1, help="prompts the reader decodes together (fast engine: 8-16)")
     args = ap.parse_args()
     if not args.skip_ingest:
         ingestion()
@@ -215,7 +216,7 @@ def main() -> None:
         from benchmarks.documents_reader import reader_pass_at_1
 
         reader_pass_at_1(args.reader, args.reader_tasks, args.seed, args.reader_engine, args.reader_max_new,
-                         tuple(args.reader_suites.split(",")), args.reader_context)
+                         tuple(args.reader_suites.split(",")), args.reader_context, args.reader_batch)
 
 
 def retrieval(args: argparse.Namespace) -> None:

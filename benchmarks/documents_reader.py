@@ -67,8 +67,9 @@ def _contexts(doc: str, question: str, tok, budget: int) -> tuple[str, str]:
 
 
 def reader_pass_at_1(model_dir: Path, n: int, seed: int, engine: str = "hf", max_new_cap: int = 512,
-                     suites: tuple[str, ...] = SUITES, context: int | None = None) -> None:
-    """`context`: read at most this many tokens (default: the model's window); a smaller one makes a quick smoke."""
+                     suites: tuple[str, ...] = SUITES, context: int | None = None, batch: int = 1) -> None:
+    """`context`: read at most this many tokens (default: the model's window); a smaller one makes a quick smoke.
+    `batch`: prompts generated together (the `fast` engine decodes a batch in one pass)."""
     from posttrain.eval.suite import load_suite
     from posttrain.models.io import load_policy
     from posttrain.rollout import make_engine
@@ -86,7 +87,8 @@ def reader_pass_at_1(model_dir: Path, n: int, seed: int, engine: str = "hf", max
         suite = load_suite(name)
         tasks = list(suite.tasks)[:n]
         max_new = min(int(suite.sampling.get("max_new_tokens", 256)), max_new_cap)
-        wins = {"trunc": [], "pipe": []}
+        wins: dict[str, list[bool]] = {"trunc": [], "pipe": []}
+        reqs, keys = [], []
         for t in tasks:
             content = t.prompt[-1].content
             doc, question = content.rsplit("\n", 1) if "\n" in content else ("", content)
@@ -94,8 +96,13 @@ def reader_pass_at_1(model_dir: Path, n: int, seed: int, engine: str = "hf", max
             truncated, piped = _contexts(doc, question, tok, max(64, ctx - overhead))
             for arm, text in (("trunc", truncated), ("pipe", piped)):
                 ids = encode_prompt(tok, [Message("user", text + "\n" + question)])
-                out = eng.generate([GenRequest(tuple(ids), SamplingParams(temperature=0.0, max_new_tokens=max_new))])
-                wins[arm].append(_score(t, out[0].text if out else "") == 1.0)
+                reqs.append(GenRequest(tuple(ids), SamplingParams(temperature=0.0, max_new_tokens=max_new)))
+                keys.append((t, arm))
+        outs = []
+        for i in range(0, len(reqs), batch):  # the same greedy requests; a batch only shares the decode passes
+            outs += eng.generate(reqs[i:i + batch])
+        for (t, arm), out in zip(keys, outs):
+            wins[arm].append(_score(t, out.text) == 1.0)
         k_t, k_p = sum(wins["trunc"]), sum(wins["pipe"])
         b = sum(p and not q for p, q in zip(wins["pipe"], wins["trunc"]))
         c = sum(q and not p for p, q in zip(wins["pipe"], wins["trunc"]))
