@@ -70,5 +70,5 @@ def test_the_global_schema_no_longer_holds_a_recipe_only_key():
 def test_the_run_config_written_for_a_recipe_holds_its_settings_in_full():
     cfg = load_config(None, ["recipe.rl.check_every=7"])
     written = with_resolved_settings(cfg, "rl").recipe["rl"]
-    assert written == {"stop_at_pass": None, "check_every": 7, "val_per_domain": 100}
+    assert written == {"stop_at_pass": None, "check_every": 7, "val_per_domain": 100, "rl_minutes": None}
     assert cfg.recipe == {"rl": {"check_every": 7}}  # the caller's config is left as it was
