@@ -158,16 +158,7 @@ def run_ours(a: argparse.Namespace, data: dict, seed: int, out: Path) -> dict:
         "rl.checkpoint_every=0", *([f"recipe.rl.rl_minutes={a.wall_minutes}"] if a.wall_minutes else []), *a.extra,
     ]
     cmd = [str(ROOT / ".venv/bin/posttrain"), "rl", str(cfg), "--out", str(run), "--overwrite", *overrides]
-    log = out / f"ours-s{seed}.log"
-    t0 = time.perf_counter()
-    with open(log, "w") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
-        mem = PhaseMemory(proc.pid)
-        rc = proc.wait()
-        mem.stop()
-    wall = time.perf_counter() - t0
-    if rc != 0:
-        sys.exit(f"posttrain rl failed ({rc}); see {log}")
+    wall, peak = run_measured(cmd, out / f"ours-s{seed}.log", "posttrain rl")
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
     rows = [r for r in rows if "time/step_s" in r]
     split = {k: statistics.median(r.get(f"time/{k}_s", 0.0) for r in rows)
@@ -176,7 +167,7 @@ def run_ours(a: argparse.Namespace, data: dict, seed: int, out: Path) -> dict:
             "median_s": {k: round(v, 3) for k, v in split.items()},
             "mean_step_s": round(statistics.mean(r["time/step_s"] for r in rows), 3),
             "reward_mean": [round(r["reward/mean"], 4) for r in rows],
-            "peak_pss_gib": round(max(mem.peaks.values()) / 2**30, 2), "model": str(run)}
+            "peak_pss_gib": peak, "model": str(run)}
 
 
 def run_trl(a: argparse.Namespace, data: dict, seed: int, out: Path) -> dict:
@@ -185,7 +176,14 @@ def run_trl(a: argparse.Namespace, data: dict, seed: int, out: Path) -> dict:
            str(seed), "--data-dir", str(out), "--model", a.model, "--steps", str(a.steps), "--prompts", str(a.prompts),
            "--group", str(a.group), "--max-new", str(a.max_new), "--lr", str(a.lr),
            *(["--wall-minutes", str(a.wall_minutes)] if a.wall_minutes else [])]
-    log = out / f"trl-s{seed}.log"
+    wall, peak = run_measured(cmd, out / f"trl-s{seed}.log", "the TRL worker")
+    doc = json.loads(res.read_text())
+    doc.update(wall_s=round(wall, 1), peak_pss_gib=peak)
+    return doc
+
+
+def run_measured(cmd: list[str], log: Path, what: str) -> tuple[float, float]:
+    """Run `cmd` (output to `log`); (wall seconds, peak PSS GiB of its process tree). Exits naming `log` on failure."""
     t0 = time.perf_counter()
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -193,10 +191,8 @@ def run_trl(a: argparse.Namespace, data: dict, seed: int, out: Path) -> dict:
         rc = proc.wait()
         mem.stop()
     if rc != 0:
-        sys.exit(f"the TRL worker failed ({rc}); see {log}")
-    doc = json.loads(res.read_text())
-    doc.update(wall_s=round(time.perf_counter() - t0, 1), peak_pss_gib=round(max(mem.peaks.values()) / 2**30, 2))
-    return doc
+        sys.exit(f"{what} failed ({rc}); see {log}")
+    return time.perf_counter() - t0, round(max(mem.peaks.values(), default=0) / 2**30, 2)
 
 
 def trl_worker(a: argparse.Namespace) -> None:
