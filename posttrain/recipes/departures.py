@@ -2,10 +2,11 @@
 
     for line in departure_lines(cfg, has_file_tasks=True): print(line)
 
-A "plain GRPO run" is what TRL's GRPOTrainer does out of the box: RL from the given model
-(no warm-up), every training task in RL, a constant learning rate, truncated completions
-scored as they are, every sampled token in the loss's denominator, no evaluation inside
-the run. posttrain's defaults differ on purpose (docs/training.md says why); each line says
+A "plain GRPO run" is GRPO as the paper and TRL's `loss_type="grpo"` run it: RL from the given
+model (no warm-up), every training task in RL, GRPO's per-sequence loss, a constant learning
+rate, truncated completions scored as they are, every sampled token in the loss's denominator,
+no evaluation inside the run. (TRL 1.16's own defaults differ from it in two places: its
+`loss_type` is "dapo" and its learning rate decays linearly to 0.) posttrain's defaults differ on purpose (docs/training.md says why); each line says
 what the setting does and the key that turns it off, so nothing changes a run silently.
 """
 
@@ -61,5 +62,5 @@ def departure_lines(cfg: Any, has_file_tasks: bool = False) -> list[str]:
     if not rows:
         return ["settings: a plain GRPO run (no departures)"]
     width = max(len(k) for k, _, _ in rows)
-    return ["settings that differ from a plain GRPO run (TRL's GRPOTrainer defaults):",
+    return ["settings that differ from a plain GRPO run (docs/training.md):",
             *(f"  {k:<{width}}  {what}; off: {off}" for k, what, off in rows)]
