@@ -17,28 +17,12 @@ discordant pairs (b: only the pipeline right, c: only truncation right) for McNe
 from __future__ import annotations
 
 import asyncio
-import math
 from pathlib import Path
+
+from posttrain.eval.stats import mcnemar_exact, wilson  # the project's own: clamped to [0, 1]
 
 SUITES = ("xref", "table_extract", "niah")
 CHUNK_TOKENS = 400
-
-
-def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return float("nan"), float("nan")
-    p, d = k / n, 1 + z * z / n
-    c, h = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return c - h, c + h
-
-
-def _mcnemar_p(b: int, c: int) -> float:
-    """Exact two-sided McNemar p-value (binomial on the discordant pairs)."""
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(0, min(b, c) + 1)) / 2**n
-    return min(1.0, 2 * tail)
 
 
 def _score(task, text: str) -> float:
@@ -106,7 +90,7 @@ def reader_pass_at_1(model_dir: Path, n: int, seed: int, engine: str = "hf", max
         k_t, k_p = sum(wins["trunc"]), sum(wins["pipe"])
         b = sum(p and not q for p, q in zip(wins["pipe"], wins["trunc"]))
         c = sum(q and not p for p, q in zip(wins["pipe"], wins["trunc"]))
-        lt, ht = _wilson(k_t, len(tasks))
-        lp, hp = _wilson(k_p, len(tasks))
+        lt, ht = wilson(k_t, len(tasks))
+        lp, hp = wilson(k_p, len(tasks))
         print(f"| {name} | {len(tasks)} | {k_t / len(tasks):.3f} [{lt:.2f}, {ht:.2f}] | {k_p / len(tasks):.3f} [{lp:.2f}, {hp:.2f}] "
-              f"| {b} | {c} | {_mcnemar_p(b, c):.3f} |", flush=True)
+              f"| {b} | {c} | {mcnemar_exact(b, c):.3f} |", flush=True)

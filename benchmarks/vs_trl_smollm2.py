@@ -285,12 +285,12 @@ def trl_worker(a: argparse.Namespace) -> None:
 
 
 def mcnemar(a: list[int], b: list[int]) -> dict:
-    from scipy.stats import binomtest
+    """Discordant pairs of two pass lists on the same items and the exact McNemar p (posttrain.eval.stats)."""
+    from posttrain.eval.stats import mcnemar_exact
 
     ab = sum(1 for x, y in zip(a, b) if x and not y)
     ba = sum(1 for x, y in zip(a, b) if y and not x)
-    p = binomtest(ab, ab + ba, 0.5).pvalue if ab + ba else 1.0
-    return {"a_only": ab, "b_only": ba, "p": float(p)}
+    return {"a_only": ab, "b_only": ba, "p": mcnemar_exact(ab, ba)}
 
 
 def calibrate(a: argparse.Namespace) -> None:
