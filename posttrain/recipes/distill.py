@@ -134,7 +134,7 @@ class Distill(TextRL):
         from posttrain.train.rl import train_rl
 
         st = ctx.rl_state(engine_factory=cluster_engine_factory(ctx.cfg))
-        st.token_advantages = token_advantage_fn(ctx.extra["teacher"], ctx.tok.pad_token_id)
+        st.token_advantages = token_advantage_fn(ctx.extra["teacher"], ctx.tok.pad_token_id, ctx.cfg.rl)
         total = ctx.cfg.rl.steps
         await train_rl(st, on_step=lambda s, row: ctx.report("distill", {"step": s + 1, "total": total, **row}),
                        budget_s=ctx.budget_s)

@@ -26,14 +26,14 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from posttrain.config import RunConfig
+from posttrain.config import RLConfig, RunConfig
 from posttrain.models.tokenizer_match import load_tokenizer, tokenizer_mismatch
 from posttrain.errors import ConfigError
 from posttrain.rollout.engine import SamplingParams
 from posttrain.rollout.single_turn import rollout_single_turn
 from posttrain.train.batching import pack_trajectories, token_logprobs
 from posttrain.train.optim import build_optimizer, build_schedule
-from posttrain.train.update import metric_name, update_policy
+from posttrain.train.update import SampleLayout, metric_name, update_policy
 from posttrain.types import Task, Trajectory
 
 
@@ -54,19 +54,25 @@ def load_teacher(cfg: RunConfig, student_tok: Any) -> Any:
 
 
 @torch.no_grad()
-def distill_advantages(trajs: Sequence[Trajectory], teacher: Any, pad_id: int) -> torch.Tensor:
-    """[B, W]: on every trainable token, teacher logprob minus the student's sampled logprob; 0 elsewhere."""
+def distill_advantages(trajs: Sequence[Trajectory], teacher: Any, pad_id: int, rl: RLConfig | None = None) -> torch.Tensor:
+    """[B, W]: on every trainable token, teacher logprob minus the student's sampled logprob; 0 elsewhere.
+    With `rl` (the run's rl: section) the teacher reads the samples as the update does (train/update.py
+    SampleLayout: a group's prompt once, identical samples once); without it, one padded row per sample."""
     tb = pack_trajectories(trajs, pad_id)
-    t_logp, _ = token_logprobs(teacher, tb.input_ids, tb.attention_mask)  # [B, W]
+    if rl is None:
+        t_logp, _ = token_logprobs(teacher, tb.input_ids, tb.attention_mask)  # [B, W]
+    else:
+        t_logp, _ = SampleLayout(teacher, trajs, tb, pad_id, rl).logprobs(teacher)  # [B, W]
     return (t_logp.float() - tb.old_logp) * tb.loss_mask
 
 
-def token_advantage_fn(teacher: Any, pad_id: int) -> Callable[[list[Trajectory]], tuple[torch.Tensor, torch.Tensor]]:
+def token_advantage_fn(teacher: Any, pad_id: int,
+                        rl: RLConfig | None = None) -> Callable[[list[Trajectory]], tuple[torch.Tensor, torch.Tensor]]:
     """RLState.token_advantages for the RL loop (train/rl.py learn): trajectories [B] -> (advantages [B, W],
     their mean over each sample's trainable tokens [B], which the trajectory store keeps)."""
 
     def advantages(trajs: list[Trajectory]) -> tuple[torch.Tensor, torch.Tensor]:
-        adv = distill_advantages(trajs, teacher, pad_id)  # [B, W]
+        adv = distill_advantages(trajs, teacher, pad_id, rl)  # [B, W]
         n_tok = pack_trajectories(trajs, pad_id).loss_mask.sum(1).clamp(min=1)  # [B]
         return adv, adv.sum(1) / n_tok
 
@@ -121,7 +127,7 @@ def distill_step(cfg: RunConfig, model: Any, tok: Any, teacher: Any, engine: Any
     trajs = asyncio.run(verify_trajectories({t.id: t for t in tasks}, trajs, None))
     learn = [t for t in trajs if t.error is None or t.error.boundary == "verifier"]
     t_ver = time.perf_counter()
-    adv = distill_advantages(learn, teacher, tok.pad_token_id)
+    adv = distill_advantages(learn, teacher, tok.pad_token_id, rl)
     t_teacher = time.perf_counter()
     stats = update_policy(model, opt, learn, adv, rl, tok.pad_token_id) if learn else {}
     t_upd = time.perf_counter()

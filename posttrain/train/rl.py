@@ -162,10 +162,12 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
     distilling = st.token_advantages is not None
     trained = batch.groups if distilling else batch.train_groups
     flat = [t for g in trained for t in g]
+    t_adv = time.perf_counter()
     if distilling and flat:
-        adv, per_sample = st.token_advantages(flat)
+        adv, per_sample = st.token_advantages(flat)  # the teacher's forward: the second model's share of the step
     else:
         adv = per_sample = estimate_advantages(trained, cfg.advantage.name, cfg.advantage.args)  # [B]
+    teacher_s = time.perf_counter() - t_adv
     learn_idx = [i for i, t in enumerate(flat) if not t.infra_error]
     stats: dict[str, float] = {}
     if learn_idx:
@@ -194,6 +196,7 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
         "time/generate_s": batch.t_gen - batch.t_start, "time/verify_s": batch.t_ver - batch.t_gen,
         "time/update_s": t_upd - batch.t_ver, "time/sync_s": sync_s, "time/step_s": step_s,
         "time/sync_frac": sync_s / step_s, "weights_version": st.version,
+        **({"time/teacher_s": teacher_s, "time/teacher_frac": teacher_s / step_s} if distilling else {}),
         **{metric_name(k): v for k, v in stats.items()},
         **st.scheduler.metrics(), **batch.metrics, **sync_row,
     }

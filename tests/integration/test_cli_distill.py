@@ -48,10 +48,17 @@ def metric_rows(run_dir):
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_distill_lowers_the_students_reverse_kl_to_the_teacher(tmp_path, teacher):
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def distilled(tmp_path_factory, teacher):
+    """One 6-step `posttrain distill` run of the example on the tiny model: (run directory, CLI result)."""
+    out = tmp_path_factory.mktemp("distill") / "run"
     r = run_cli("distill", EXAMPLE, *TINY, f"distill.teacher.path={teacher}", "rl.steps=6", "--out", str(out))
     assert r.returncode == 0, r.stderr[-2000:]
+    return out, r
+
+
+def test_distill_lowers_the_students_reverse_kl_to_the_teacher(distilled, teacher):
+    out, r = distilled
     rows = metric_rows(out)
     assert [row["step"] for row in rows] == list(range(6))
     assert all("train/reverse_kl" in row for row in rows)  # the distillation loss's own statistic, every step
@@ -60,6 +67,12 @@ def test_distill_lowers_the_students_reverse_kl_to_the_teacher(tmp_path, teacher
     assert d["reverse_kl_after"] < 0.9 * d["reverse_kl_before"], d  # exact, on held-out completions
     assert "before distillation" in r.stdout and "held-out reverse KL to the teacher" in r.stdout
     assert (out / "checkpoints" / "step-5" / "config.json").is_file()
+
+
+def test_every_step_reports_the_teachers_share_of_its_time(distilled):
+    for row in metric_rows(distilled[0]):
+        assert 0 < row["time/teacher_s"] < row["time/update_s"], row  # the teacher's forward is in the update phase
+        assert row["time/teacher_frac"] == pytest.approx(row["time/teacher_s"] / row["time/step_s"])
 
 
 def test_ctrl_c_keeps_a_checkpoint_and_resume_finishes_every_step_once(tmp_path, teacher):

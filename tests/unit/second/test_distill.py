@@ -67,6 +67,18 @@ def test_the_advantage_is_teacher_minus_student_logprob_on_each_sampled_token(te
         assert adv[b, :start].abs().sum() == 0 and adv[b, start + n:].abs().sum() == 0
 
 
+def test_the_teacher_reads_the_updates_layout_and_gives_the_same_advantages():
+    from posttrain.config import RLConfig
+
+    student, tok = build_tiny(seed=0)
+    teacher, _ = build_tiny(seed=1)
+    trajs = asyncio.run(rollout_single_turn(make_engine("hf", student, tok), tok, tasks(2),
+                                            SamplingParams(max_new_tokens=6, n=3, seed=0)))
+    padded = distill_advantages(trajs, teacher, tok.pad_token_id)  # one row per sample
+    shared = distill_advantages(trajs, teacher, tok.pad_token_id, RLConfig())  # a group's prompt once
+    assert torch.allclose(shared, padded, atol=1e-5), float((shared - padded).abs().max())
+
+
 def test_a_short_distillation_run_lowers_the_reverse_kl(teacher_dir):
     from posttrain.models import load_policy
 
