@@ -108,6 +108,9 @@ async def probe_rates(its, svc) -> dict:
 
 
 async def main(args: argparse.Namespace) -> dict:
+    from posttrain.builtins import load_builtins
+
+    load_builtins()  # the model backends and verifiers are registered there (the CLI calls it first)
     cfg = (SecondModelConfig(url=args.judge, model=args.model, concurrency=8, batch=32) if args.judge.startswith("http")
            else SecondModelConfig(path=args.judge, batch=32, max_new_tokens=8))
     svc = open_service("judge", cfg)
@@ -129,11 +132,19 @@ if __name__ == "__main__":
     ap.add_argument("--judge", default="models/smollm2", help="a model directory, 'tiny', or an OpenAI-compatible URL")
     ap.add_argument("--model", default="default", help="the model id at --judge when it is a URL")
     ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--smoke", action="store_true", help="12 items with the tiny model: checks the script")
+    ap.add_argument("--smoke", action="store_true", help="12 items with the tiny model: checks the script (no service failure)")
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
     a = ap.parse_args()
-    if a.smoke:
-        a.judge, a.n = "tiny", 12
+    if a.smoke:  # the tiny model with room for a judge prompt (~760 tokens; the built-in tiny's context is 256)
+        import tempfile
+
+        from posttrain.config_schema import TinyModelConfig
+        from posttrain.models import save_policy
+        from posttrain.models.tiny import build_tiny
+
+        a.judge = str(save_policy(*build_tiny(TinyModelConfig(max_position_embeddings=2048), seed=0),
+                                  Path(tempfile.mkdtemp()) / "tiny2k"))
+        a.n = 12
     res = asyncio.run(main(a))
     print(json.dumps(res, indent=1))
     if a.out:

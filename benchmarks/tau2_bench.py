@@ -15,8 +15,9 @@ processes (`--workers`).
 `agent`: pass^1 (the mean reward of one episode per task) with a Wilson 95% interval, finish
 reasons, which reward part failed, and per-step timing: the agent's generation, the simulated
 user (the second model), tools and verification, each as a share of episode time. The second
-model's throughput inside the run (conversations per busy second) is set against the same
-conversations sent to it alone, in one batch, after the run.
+model's throughput inside the run (conversations per second of `active_s`, the wall time with at
+least one of its calls running) is set against the same opening conversations sent to it alone,
+in one batch, after the run; `share_of_wall` is its `active_s` over the run's wall time.
 """
 
 from __future__ import annotations
@@ -112,17 +113,22 @@ def agent(a: argparse.Namespace) -> dict:
     parts = collections.Counter(p for t in ok for p, v in t.verify.details.get("parts", {}).items() if v < 1.0)
     convs = [[{"role": "system", "content": _USER_SYSTEM.format(scenario=t.metadata["user_scenario"])},
               {"role": "user", "content": "Hi! How can I help you today?"}] for t in tasks]
-    per_conv_in_run = user.stats.busy_s / max(1, user.stats.items)
+    latency_in_run = user.stats.busy_s / max(1, user.stats.calls)  # a call's wait, queueing behind the agent included
+    in_run = user.stats.items / max(1e-9, user.stats.active_s)  # conversations a second while it was working
     per_conv_alone = asyncio.run(_alone(user, convs))
     return {"domain": a.domain, "agent": a.agent, "user": a.user, "episodes": len(trajs), "infra_errors": len(trajs) - len(ok),
             "pass^1": passed / max(1, len(ok)), "pass^1_ci95": wilson(passed, len(ok)) if ok else None,
             "finish": dict(collections.Counter(t.finish_reason for t in trajs)), "failed_parts": dict(parts),
             "per_step_s": {k: tm[k] / steps for k in ("generate_s", "user_s", "tool_s", "verify_s")},
             "share_of_episode_time": {k: tm[k] / total for k in ("generate_s", "user_s", "tool_s", "verify_s")},
-            "user_model_s_per_conversation": {"in_run": per_conv_in_run, "alone_batched": per_conv_alone},
+            "user_model": {"active_s": user.stats.active_s, "share_of_wall": user.stats.active_s / wall,
+                           "conversations": user.stats.items, "calls": user.stats.calls,
+                           "latency_per_call_s": latency_in_run,
+                           "throughput_conv_per_s": {"in_run": in_run, "alone_batched": 1 / per_conv_alone}},
             "tool_calls_per_episode": sum(t.tool_call is not None for x in ok for t in x.turns) / max(1, len(ok)),
             "parse_errors": sum(t.exec_result is not None and t.exec_result.error.startswith("parse:")
                                 for x in ok for t in x.turns),
+            "reward_per_task": {t.task_id: t.reward for t in ok},
             "first_episode": [[t.role, t.text[:160]] for t in trajs[0].turns] if trajs else [],
             "wall_s": wall}
 
@@ -142,6 +148,9 @@ def smoke() -> dict:
 
 
 if __name__ == "__main__":
+    from posttrain.builtins import load_builtins
+
+    load_builtins()  # the model backends, domains and verifiers are registered there (the CLI calls it first)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", choices=["gold", "agent", "smoke"])
     ap.add_argument("--domains", default=",".join(DOMAINS))

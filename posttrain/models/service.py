@@ -65,6 +65,9 @@ class ServiceStats:
     failures: int = 0  # conversations that failed after every retry
     retries: int = 0
     busy_s: float = 0.0  # wall seconds with at least this call in flight (summed over calls)
+    # wall seconds with at least one call inside the backend (the union of the calls' spans, no queueing):
+    # what the model cost the run; items / active_s is its throughput inside the run
+    active_s: float = 0.0
     latencies: list[float] = field(default_factory=list)
 
 
@@ -76,6 +79,7 @@ class ModelService:
         self.stats = ServiceStats()
         self._sem: asyncio.Semaphore | None = None
         self._sem_loop: object = None
+        self._inflight, self._active_since = 0, 0.0  # stats.active_s: calls inside the backend now, since when
 
     @property
     def model_id(self) -> str:
@@ -94,6 +98,9 @@ class ModelService:
     async def _attempt(self, convs: list[Conversation], params: ChatParams) -> list[str | BaseException]:
         t0 = time.perf_counter()
         async with self._semaphore():
+            if self._inflight == 0:
+                self._active_since = time.perf_counter()
+            self._inflight += 1
             try:
                 async with asyncio.timeout(self.cfg.timeout_s):
                     out = await self.backend.chat_batch(convs, params)
@@ -101,6 +108,10 @@ class ModelService:
                 out = [TimeoutError(f"{self.name} ({self.model_id}) timed out after {self.cfg.timeout_s}s")] * len(convs)
             except Exception as e:  # the backend itself broke (connection refused, engine error): every item failed
                 out = [e] * len(convs)
+            finally:
+                self._inflight -= 1
+                if self._inflight == 0:
+                    self.stats.active_s += time.perf_counter() - self._active_since
         dt = time.perf_counter() - t0
         self.stats.calls += 1
         self.stats.busy_s += dt

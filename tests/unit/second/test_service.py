@@ -20,6 +20,22 @@ def test_local_tiny_answers_every_conversation_in_shared_batches():
     assert svc.stats.calls == 1  # one backend call for the six
 
 
+def test_active_time_counts_overlapping_calls_once():
+    from posttrain.models.service import ModelService
+
+    class Slow:  # a backend that takes 0.3 s a batch, batches overlapping
+        model_id = "slow"
+
+        async def chat_batch(self, convs, params):
+            await asyncio.sleep(0.3)
+            return ["ok"] * len(convs)
+
+    svc = ModelService("user", Slow(), SecondModelConfig(path="tiny", batch=1, concurrency=4))
+    asyncio.run(svc.chat(CONVS[:4]))  # four one-conversation batches at once
+    assert svc.stats.calls == 4 and svc.stats.busy_s >= 4 * 0.3
+    assert 0.3 <= svc.stats.active_s < 0.5 * svc.stats.busy_s  # the union of the spans, not their sum
+
+
 def test_posttrain_serve_subprocess_through_the_openai_client(serve_tiny):
     svc = open_service("user", SecondModelConfig(url=serve_tiny, model="tiny", max_new_tokens=4))
     replies = asyncio.run(svc.chat(CONVS[:3]))
