@@ -81,7 +81,7 @@ def make_data_cmd(
     out: Path = typer.Option(Path("data/longctx"), "--out", help="Output directory."),
     seed: int = typer.Option(0, help="Generator seed (recorded in manifest.json)."),
     needle: int = typer.Option(200, help="Needle tasks (--real: RULER niah tasks, and as many xref tasks)."),
-    conflict: int = typer.Option(100, help="Conflict tasks (--real: table_extract tasks)."),
+    conflict: int = typer.Option(100, help="Conflict tasks (--real: as many from the AA-LCR reports, and as many table_extract tasks)."),
     demos: int = typer.Option(50, help="Chunk-summarise-reread demonstrations."),
     lengths: str = typer.Option("1024,4096", help="Needle haystack lengths in characters, comma-separated."),
     depths: str = typer.Option("0,0.25,0.5,0.75,1", help="Needle depths in [0, 1], comma-separated."),
@@ -103,8 +103,10 @@ def make_data_cmd(
             ds = [int(round(100 * float(x))) for x in depths.split(",") if x.strip()]
         except ValueError:
             raise ConfigError(f"--lengths and --depths take comma-separated numbers, got {lengths!r} and {depths!r}") from None
-        m = make_real_data(out, seed, needle, needle, conflict, demos, ls, ds, str(tokenizer) if tokenizer else None)
-        print(f"wrote {out}: {needle} niah + {needle} xref + {conflict} table tasks, {m['sft_rows']} SFT rows (seed {seed})")
+        m = make_real_data(out, seed, needle, needle, conflict, demos, ls, ds, str(tokenizer) if tokenizer else None,
+                           n_conflict=conflict)
+        print(f"wrote {out}: {needle} niah + {needle} xref + {conflict} table + {conflict} conflict tasks, "
+              f"{m['sft_rows']} SFT rows (seed {seed})")
         return
 
     try:

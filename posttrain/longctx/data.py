@@ -103,7 +103,8 @@ def conflict_tasks(n: int, seed: int, n_sources: int = 3) -> list[Task]:
         prompt = "\n\n".join(docs) + f"\n\nRule: {RULES[rule]}\nQuestion: {q} Answer as: <value> [D#]"
         out.append(Task(
             id=f"conflict-{seed}-{i:05d}", domain="conflict", prompt=(Message("user", prompt),),
-            verifier=Spec("cited_answer", {"answer": str(values[win]), "cite": f"D{win + 1}"}),
+            verifier=Spec("cited_answer", {"answer": str(values[win]), "cite": f"D{win + 1}",
+                                           "others": [str(v) for k, v in enumerate(values) if k != win]}),
             difficulty=min(1.0, n_sources / 6), limits=Limits(max_new_tokens=16),
             metadata={"rule": rule, "winner": f"D{win + 1}", "question": q, "sources": n_sources, "seed": seed},
             oracle=f"{values[win]} [D{win + 1}]",

@@ -65,6 +65,22 @@ def test_cited_answer_needs_value_and_the_right_citation():
     assert score(v, t, f"{value}{value} {cite}").score == 0.0  # the value must be a whole token
 
 
+def test_cited_answer_scores_0_when_it_also_names_a_losing_sources_value():
+    t = conflict_tasks(1, seed=5)[0]
+    v = build(t.verifier, kind="verifier")
+    value, cite = t.oracle.split()
+    loser = t.verifier.args["others"][0]
+    assert score(v, t, f"{value} or {loser} {cite}").score == 0.0  # hedging over the sources
+    assert score(v, t, f"{loser}, {value} {cite}").score == 0.0
+
+
+def test_cited_answer_does_not_read_a_value_inside_a_longer_number():
+    t = conflict_tasks(1, seed=5)[0]
+    v = CitedAnswer(answer="200", cite="D1")
+    assert score(v, t, "1,200 [D1]").score == 0.0 and score(v, t, "200.5 [D1]").score == 0.0
+    assert score(v, t, "It is 200. [D1]").score == 1.0  # a full stop after it is still the value
+
+
 def test_reader_rows_fit_the_budget_and_teach_not_found():
     tasks = needle_tasks(4, seed=6, lengths=(1500,))
     rows = reader_rows(tasks, CharTokenizer(), chunk_tokens=120)
