@@ -38,7 +38,13 @@ def test_probe_filter_and_no_probes():
     assert res.exit_code == 0 and "hack" not in json.loads(res.output)
 
 
-def test_a_passing_probe_makes_the_domain_unsound(tmp_path):
+def test_a_passing_probe_makes_the_domain_unsound(tmp_path, monkeypatch):
+    from posttrain.registry import registry
+
+    for kind in ("domain", "verifier"):  # the plugin registers in-process: gone again after this test
+        reg = registry(kind)
+        monkeypatch.setattr(reg, "_items", dict(reg._items))
+        monkeypatch.setattr(reg, "_props", dict(reg._props))
     plugin = tmp_path / "lax.py"
     plugin.write_text('''
 import random, re
