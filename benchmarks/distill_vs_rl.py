@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from vs_trl_smollm2 import evaluate, posttrain, run_ours, write_data  # noqa: E402  (the side-by-side's task and arm)
+from vs_trl_smollm2 import evaluate, posttrain, read_scores, run_ours, write_data  # noqa: E402  (the side-by-side's task and arm)
 
 from posttrain.eval.stats import mcnemar_exact, paired_delta_ci  # noqa: E402
 
@@ -50,12 +50,8 @@ def checkpoints(run: Path) -> list[tuple[int, Path]]:
 
 def scored(model: str, data: dict, out: Path, reuse: bool) -> list[int]:
     """`evaluate`, or with `reuse` the pass per held-out item of an eval already in `out`."""
-    if reuse and (out / "samples.jsonl").is_file():
-        by_id = {r["task_id"]: int(bool(r["passed"])) for r in map(json.loads, (out / "samples.jsonl").open())}
-        ids = [json.loads(x)["id"] for x in data["heldout"].read_text().splitlines() if x.strip()]
-        if all(i in by_id for i in ids):
-            return [by_id[i] for i in ids]
-    return evaluate(model, data, out)
+    passed = read_scores(data, out) if reuse else None
+    return passed if passed is not None else evaluate(model, data, out)
 
 
 def curve(run: Path, data: dict, out: Path, per_step: int, tag: str, reuse: bool) -> list[dict]:
@@ -107,12 +103,12 @@ def teacher_alone(teacher: Path, rows: list[dict], prompt_tokens: int, batch: in
 
 def prompt_tokens(data: dict) -> int:
     """The mean chat-templated prompt length of the training tasks, in the model's tokens."""
+    from posttrain.models.tokenizer_match import load_tokenizer
     from posttrain.rollout.prompting import encode_prompt
     from posttrain.tasks.io import load_tasks
-    from transformers import AutoTokenizer
 
     tasks = load_tasks(data["train"])
-    tok = AutoTokenizer.from_pretrained(data["model"])
+    tok = load_tokenizer(data["model"])
     return round(sum(len(encode_prompt(tok, t.prompt)) for t in tasks) / len(tasks))
 
 

@@ -135,10 +135,19 @@ def evaluate(model: str, data: dict, out: Path) -> list[int]:
     """Greedy held-out pass (1/0) per task, in heldout.jsonl's order, by `posttrain eval`."""
     posttrain(["eval", "--model", model, "--suite", str(data["suite"]), "--out", str(out), "--no-cache", "--overwrite"],
               out.with_suffix(".log"))
+    passed = read_scores(data, out)
+    assert passed is not None, f"{out}: the eval left held-out tasks unscored"
+    return passed
+
+
+def read_scores(data: dict, out: Path) -> list[int] | None:
+    """The pass (1/0) per held-out task of the eval in `out`, in heldout.jsonl's order; None when any is missing."""
+    if not (out / "samples.jsonl").is_file():
+        return None
     rows = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines() if x.strip()]
     by_id = {r["task_id"]: int(bool(r["passed"])) for r in rows}
     ids = [json.loads(x)["id"] for x in data["heldout"].read_text().splitlines() if x.strip()]
-    return [by_id[i] for i in ids]
+    return [by_id[i] for i in ids] if all(i in by_id for i in ids) else None
 
 
 def run_ours(a: argparse.Namespace, data: dict, seed: int, out: Path) -> dict:
