@@ -91,10 +91,12 @@ class RLConfig(Section):
     max_prompt_tokens: int = Field(default=0, ge=0)
     update_epochs: int = Field(default=1, ge=1)
     minibatches: int = Field(default=1, ge=1)
-    # 0: a minibatch's forward and backward run at once. N: in micro-batches of about N tokens (a
-    # group's prompt counted once), gradients accumulated: the same update for the built-in losses,
-    # activation memory for N tokens instead of the minibatch's (train/update.py).
-    micro_tokens: int = Field(default=0, ge=0)
+    # N: a minibatch's forward and backward run in micro-batches of about N tokens (whole groups, a
+    # prompt counted once), gradients accumulated: the same update for the built-in losses,
+    # activation memory for N tokens instead of the minibatch's (train/update.py). 0: at once.
+    # auto: N from the model's shape and the machine's memory, <= 2 GiB of activations
+    # (train/update_memory.py: ~800 tokens on SmolLM2, one pass on the tiny model).
+    micro_tokens: Annotated[int, Field(ge=0)] | Literal["auto"] = "auto"
     share_prefix: bool = True  # a group's prompt computed once in the update (train/shared_prefix.py)
     prefix_layout: Literal["auto", "kv", "dense", "varlen"] = "auto"  # train/prefix_kv.py: kv ~ G*L, dense ~ its square; varlen: one pass (train/varlen.py)
     dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)

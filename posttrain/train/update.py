@@ -23,6 +23,7 @@ from posttrain.train.batching import pack_trajectories, token_logprobs
 from posttrain.train.loss_norm import StepCounts, denominator
 from posttrain.train.losses import LOSSES, entropy_from_logits
 from posttrain.train.prefix_kv import shared_layout
+from posttrain.train.update_memory import micro_token_limit
 from posttrain.train.shared_prefix import can_share
 from posttrain.train.varlen import usable as varlen_usable, varlen_batch, varlen_pass_tokens
 from posttrain.errors import PosttrainError
@@ -70,7 +71,7 @@ class SampleLayout:
         elif cfg.share_prefix:  # rl.prefix_layout: kv (prompt K/V reused) or dense (one 4D-masked row)
             name = "dense" if cfg.prefix_layout == "varlen" else cfg.prefix_layout  # varlen under checkpointing
             self.sb = shared_layout(name, model, uniq, tb.loss_mask.shape[1], pad_id,
-                                    recompute=cfg.micro_tokens or float("inf"))
+                                    recompute=micro_token_limit(model, cfg.micro_tokens) or float("inf"))
         if self.sb is None and len(uniq) < len(sub):
             self.tu = pack_trajectories(uniq, pad_id)  # same width as tb: the longest sample is kept
 
@@ -132,9 +133,10 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     (the asynchronous loop, train/async_rl/correction.py): `correction(model, trajs, pad_id, cfg)` is
     called once before any step and returns `fn(mb, tb) -> (old_logp, mask, stats)` for each minibatch.
 
-    Each minibatch is one optimizer step. With `rl.micro_tokens`, its forward and backward run
-    in micro-batches and the gradients accumulate, so activations are held for one micro-batch
-    at a time (on SmolLM2, ~1.2 MB a token). A micro-batch's loss is the minibatch's loss with
+    Each minibatch is one optimizer step. With `rl.micro_tokens` (by default `auto`: about 2 GiB
+    of activations, update_memory.py), its forward and backward run in micro-batches and the
+    gradients accumulate, so activations are held for one micro-batch at a time (on SmolLM2 with
+    LoRA, 2-2.6 MB a token). A micro-batch's loss is the minibatch's loss with
     the other rows' logprobs held constant (their old logprobs stand in): its gradient is that
     micro-batch's exact share for a loss that is a sum over rows with mask-only normalisers,
     which every built-in loss is (tests/unit/train/test_micro_batches.py checks each). The
@@ -225,7 +227,7 @@ def recompute_old_logprobs(model: Any, minibatches: Sequence[Sequence[Trajectory
         for sub in minibatches:
             tb = pack_trajectories(sub, pad_id)
             full = torch.zeros_like(tb.old_logp)
-            chunks = micro_batches(sub, cfg.micro_tokens) if not tb.model_inputs else [list(range(len(sub)))]
+            chunks = micro_batches(sub, micro_token_limit(model, cfg.micro_tokens)) if not tb.model_inputs else [list(range(len(sub)))]
             for idx in chunks:
                 part = [sub[i] for i in idx]
                 tbm = tb if len(idx) == len(sub) else pack_trajectories(part, pad_id)
@@ -250,7 +252,7 @@ def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch
 
     if fused_recompute:
         old_logp = old_logp.detach().clone()
-    chunks = micro_batches(sub, cfg.micro_tokens) if not tb.model_inputs else [list(range(len(sub)))]
+    chunks = micro_batches(sub, micro_token_limit(model, cfg.micro_tokens)) if not tb.model_inputs else [list(range(len(sub)))]
     logp_all, ent_all = torch.zeros_like(tb.old_logp), torch.zeros_like(tb.old_logp)
     ref_all = torch.zeros_like(tb.old_logp) if kl_fn is not None else None
     for idx in chunks:
