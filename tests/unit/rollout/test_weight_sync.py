@@ -68,3 +68,28 @@ def test_missing_and_misshapen_tensors_are_named(tiny):
     state["model.norm.weight"] = torch.ones(3)
     with pytest.raises(WeightSyncError, match="shape"):
         eng.load_weights(state, version=1)
+
+
+def _attention_only(model, seed=0):
+    """A LoRA-like sync: q/k/v/o perturbed, every other tensor the same bytes."""
+    g = torch.Generator().manual_seed(seed)
+    return {k: (v + 0.05 * torch.randn(v.shape, generator=g)) if "self_attn" in k else v.clone()
+            for k, v in model.state_dict().items()}
+
+
+def test_a_sync_reports_only_the_tensors_whose_bytes_changed(tiny):
+    model, tok = tiny
+    eng = FastEngine(model, tok)
+    state = _attention_only(model)
+    rep = eng.load_weights(state, version=1)
+    assert rep.changed == frozenset(k for k in eng._views if "self_attn" in k) and rep.changed
+    assert rep.bytes == sum(eng._views[k].numel() * eng._views[k].element_size() for k in rep.changed)
+    assert all(torch.equal(eng._views[k], state[k]) for k in eng._views)
+
+
+def test_a_sync_with_a_manifest_copies_and_checks_every_tensor(tiny):
+    model, tok = tiny
+    eng = FastEngine(model, tok)
+    state = _attention_only(model)
+    rep = eng.load_weights(state, version=1, manifest=manifest(state, 1))
+    assert rep.changed == frozenset(eng._views)

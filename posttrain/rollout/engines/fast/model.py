@@ -24,7 +24,7 @@ decode reads lanes rather than gathering blocks every step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -203,11 +203,26 @@ class FastLM:
         self.matmul_dtype = None if dtype in (None, self.dtype) else dtype
         self.refresh_matmul_weights()
 
-    def refresh_matmul_weights(self) -> None:
+    def refresh_matmul_weights(self, changed: Sequence[torch.Tensor] | None = None) -> None:
+        """The matmul_dtype copies from the master weights, after a weight sync wrote `changed`
+        (views into the masters; None: any may have changed). The copies already there are written
+        in place: a new allocation each sync lands them wherever the heap has room, and in RL the
+        bf16 decode then slowed from ~2.2 s to ~3 s a step after the first large updates
+        (docs/benchmarks.md, issue 38); only the masters a changed view lies in are copied (LoRA
+        on q/k/v/o leaves the MLP and the LM head, four fifths of the bytes, as they were)."""
         if self.matmul_dtype is None:
             self._mm = {}
             return
         mats = [self.lm_head] + [L[k] for L in self.layers for k in ("wqkv", "wo", "wgu", "wd")]
+        old = self._mm
+        if old and all(id(w) in old and old[id(w)].shape == w.shape and old[id(w)].dtype == self.matmul_dtype
+                       for w in mats):
+            touched = None if changed is None else {v.untyped_storage().data_ptr() for v in changed}
+            with torch.no_grad():
+                for w in mats:
+                    if touched is None or w.untyped_storage().data_ptr() in touched:
+                        old[id(w)].copy_(w)
+            return
         self._mm = {id(w): w.to(self.matmul_dtype) for w in mats}
 
     def _linear(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
