@@ -103,12 +103,21 @@ class LongTailRunner:
                  short_concurrency: int = 4, long_concurrency: int = 1, route: bool = True,
                  timeout_s: float = 60.0, max_retries: int = 2, max_staleness: int | None = None,
                  is_infra: Callable[[BaseException], bool] | None = None,
-                 is_infra_result: Callable[[Any], bool] = _default_is_infra_result) -> None:
+                 is_infra_result: Callable[[Any], bool] = _default_is_infra_result,
+                 long_backlog: int | None = None) -> None:
         if short_concurrency < 1 or (route and long_concurrency < 1):
             raise ValueError(f"LongTailRunner needs short_concurrency >= 1 and, when routing, long_concurrency "
                              f">= 1; got {short_concurrency}, {long_concurrency}")
         if timeout_s <= 0 or max_retries < 0:
             raise ValueError(f"LongTailRunner needs timeout_s > 0 and max_retries >= 0; got {timeout_s}, {max_retries}")
+        if long_backlog is not None and long_backlog < 1:
+            raise ValueError(f"LongTailRunner needs long_backlog >= 1 or None; got {long_backlog}")
+        # Predicted-long jobs beyond this many queued or running in the long lane start in the short
+        # lane instead (promotion still moves a slow one out of the step's way). Without it, a domain
+        # whose tasks are long a third of the time sent every task to the long lane: the short lane
+        # stayed empty, steps ended at once with nothing to train, and the long queue grew without
+        # bound (benchmarks/longtail_loop.py). None: no limit (the simulator defers such draws itself).
+        self.long_backlog = long_backlog
         self._run_fn = run
         self.predictor = predictor if predictor is not None else DurationPredictor()
         self.route, self.timeout_s, self.max_retries, self.max_staleness = route, timeout_s, max_retries, max_staleness
@@ -124,7 +133,10 @@ class LongTailRunner:
 
     # -- submission ------------------------------------------------------------------------
     def lane_for(self, job: Job) -> Lane:
-        return "long" if self.route and self.predictor.is_long(job.domain, job.length) else "short"
+        if not (self.route and self.predictor.is_long(job.domain, job.length)):
+            return "short"
+        full = self.long_backlog is not None and self.backlog("long") >= self.long_backlog
+        return "short" if full else "long"
 
     def backlog(self, lane: Lane) -> int:
         """Jobs queued or running in `lane`: what admission control looks at."""

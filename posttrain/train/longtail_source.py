@@ -10,7 +10,10 @@ scheduler simulator (benchmarks/scheduler_sim.py) measures. A group predicted lo
 the long threshold in the short lane is promoted. The step waits only for the short lane
 (`collect_step`): it trains on every group finished by then, its own short ones and long
 ones submitted at earlier steps. So a long group joins a later step, with the staleness of
-its weights version. Nothing is lost silently; each row counts:
+its weights version. Past 2 x rl.longtail.long_concurrency predicted-long groups queued, a draw
+starts in the short lane (promoted if it runs long) rather than waiting behind the long lane.
+The lanes share the checks' pool (sandbox.concurrency): size it for both, or the long lane's
+waiting checks hold the slots the short lane's need. Nothing is lost silently; each row counts:
 
     longtail/submitted     groups submitted this step
     longtail/trained       groups delivered this step with a result (trained on if they carry signal)
@@ -61,7 +64,8 @@ class LongTailBatchSource(StepwiseSource):
         self.runner = LongTailRunner(run, predictor=predictor, short_concurrency=c.short_concurrency or
                                      st.cfg.rl.prompts_per_step, long_concurrency=c.long_concurrency,
                                      timeout_s=c.timeout_s, max_retries=0, max_staleness=c.max_staleness,
-                                     is_infra_result=lambda trajs: False)  # infra errors: per sample, in the loop
+                                     is_infra_result=lambda trajs: False,  # infra errors: per sample, in the loop
+                                     long_backlog=2 * c.long_concurrency)  # more predicted-long: start short
 
     async def next(self, st: Any) -> ScoredBatch:
         t0 = time.perf_counter()

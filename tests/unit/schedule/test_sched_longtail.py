@@ -181,3 +181,30 @@ def test_step_ends_when_a_mispredicted_job_is_promoted():
     outs, now = run_virtual(main())
     assert {o.job.key for o in outs} == {"s0", "s1"}
     assert now == pytest.approx(4.0)  # promoted at 4 x median, not held until 100 s
+
+
+def test_predicted_long_jobs_past_the_long_backlog_start_short():
+    """long_backlog bounds the long lane: later predicted-long jobs start in the short lane (and are
+    promoted if they run long) instead of queueing without end behind it."""
+    durations = {f"L{i}": 50.0 for i in range(5)}
+
+    async def main():
+        runner = LongTailRunner(_sleeper(durations), predictor=_trained_predictor(), short_concurrency=4,
+                                long_concurrency=1, long_backlog=2)
+        lanes = [runner.submit(Job(f"L{i}", "agent", 10)) for i in range(5)]
+        await runner.close()
+        return lanes
+
+    assert run_virtual(main()) == ["long", "long", "short", "short", "short"]
+
+
+def test_without_a_long_backlog_every_predicted_long_job_queues_long():
+    async def main():
+        runner = LongTailRunner(_sleeper({f"L{i}": 50.0 for i in range(5)}), predictor=_trained_predictor(),
+                                short_concurrency=4, long_concurrency=1)
+        lanes = [runner.submit(Job(f"L{i}", "agent", 10)) for i in range(5)]
+        await runner.close()
+        return lanes
+
+    assert run_virtual(main()) == ["long"] * 5
+

@@ -108,3 +108,17 @@ def test_the_sharded_trainer_refuses_the_long_queue_at_load():
 
     with pytest.raises(ConfigError, match="rl.longtail.enabled .* not supported by the sharded trainer"):
         check_config(load_config(None, ["rl.longtail.enabled=true", "trainer.world_size=2"]))
+
+
+
+def test_the_long_queue_stays_bounded_when_a_third_of_a_domain_is_slow(tmp_path, setup):
+    """A third of the domain's tasks are slow, so the domain's history predicts every task long; past
+    2 x rl.longtail.long_concurrency queued, draws start short (promoted if slow) instead of piling up
+    behind the long lane while steps end with nothing (benchmarks/longtail_loop.py found it). The
+    checks' pool (sandbox.concurrency) holds both lanes' checks, as there."""
+    rows, _, _ = _run(tmp_path, setup, "rl.longtail.max_staleness=8", "rl.longtail.long_concurrency=1",
+                      "sandbox.concurrency=64", "rl.steps=16")
+    # without the bound: from step 11 every draw queued long, 9 -> 25 waiting, steps trained nothing
+    assert max(r["queue/backlog/long"] for r in rows) <= 2 + 4 + 2  # the bound + a step's promotions + slack
+    assert all(r["longtail/trained"] > 0 for r in rows)
+    assert _accounted(rows)
