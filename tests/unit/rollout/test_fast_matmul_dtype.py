@@ -75,8 +75,8 @@ def test_an_unknown_matmul_dtype_is_refused_naming_the_setting(models, tiny):
 
 
 def test_a_sync_writes_the_bf16_copies_in_place_and_only_the_changed_ones(models, tiny):
-    """The copies keep their memory across syncs (fresh allocations each step slowed RL's bf16
-    decode by a third), and a LoRA-like sync (attention only) leaves the MLP copies untouched."""
+    """The copies keep their memory across syncs (no new allocation each step), and a LoRA-like
+    sync (attention only) leaves the MLP copies untouched."""
     model, tok = models["llama_tied"], tiny[1]
     eng = FastEngine(copy.deepcopy(model), tok, matmul_dtype="bfloat16")
     lm = eng.lm
