@@ -104,7 +104,7 @@ def install(views: Mapping[str, torch.Tensor], state: Mapping[str, Any], version
     with torch.no_grad():
         for name, view in views.items():
             src = state[name]
-            if expected is None and src.dtype == view.dtype and torch.equal(view, src):
+            if expected is None and src.dtype == view.dtype and src.device == view.device and torch.equal(view, src):
                 changed.discard(name)  # same process, already these bytes: the comparison verified it
                 continue
             view.copy_(src)
