@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from rl_update_speed import header  # noqa: E402
 
 CASE = r"""
 import json, random, resource, sys, time, torch
@@ -68,9 +69,7 @@ def main() -> None:
     if not (Path(a.model_dir) / "config.json").exists():
         raise SystemExit(f"update_memory: no HF model in {a.model_dir} "
                          "(posttrain models get smollm2-135m-instruct --out models/smollm2)")
-    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu}, {a.threads} threads, "
-          f"load {os.getloadavg()[0]:.1f}")
+    header(a.threads)  # date, CPU and its bf16 flags, torch, threads, load
     rows = []
     for g in a.groups:
         for micro in a.micro:

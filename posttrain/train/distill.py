@@ -53,17 +53,23 @@ def load_teacher(cfg: RunConfig, student_tok: Any) -> Any:
     return model
 
 
-@torch.no_grad()
 def distill_advantages(trajs: Sequence[Trajectory], teacher: Any, pad_id: int, rl: RLConfig | None = None) -> torch.Tensor:
     """[B, W]: on every trainable token, teacher logprob minus the student's sampled logprob; 0 elsewhere.
     With `rl` (the run's rl: section) the teacher reads the samples as the update does (train/update.py
     SampleLayout: a group's prompt once, identical samples once); without it, one padded row per sample."""
+    return _advantages_and_mask(trajs, teacher, pad_id, rl)[0]
+
+
+def _advantages_and_mask(trajs: Sequence[Trajectory], teacher: Any, pad_id: int,
+                         rl: RLConfig | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(distill_advantages [B, W], the trainable-token mask [B, W] of the one packing both come from)."""
     tb = pack_trajectories(trajs, pad_id)
-    if rl is None:
-        t_logp, _ = token_logprobs(teacher, tb.input_ids, tb.attention_mask)  # [B, W]
-    else:
-        t_logp, _ = SampleLayout(teacher, trajs, tb, pad_id, rl).logprobs(teacher)  # [B, W]
-    return (t_logp.float() - tb.old_logp) * tb.loss_mask
+    with torch.no_grad():
+        if rl is None:
+            t_logp, _ = token_logprobs(teacher, tb.input_ids, tb.attention_mask)  # [B, W]
+        else:
+            t_logp, _ = SampleLayout(teacher, trajs, tb, pad_id, rl).logprobs(teacher)  # [B, W]
+    return (t_logp.float() - tb.old_logp) * tb.loss_mask, tb.loss_mask
 
 
 def token_advantage_fn(teacher: Any, pad_id: int,
@@ -72,9 +78,8 @@ def token_advantage_fn(teacher: Any, pad_id: int,
     their mean over each sample's trainable tokens [B], which the trajectory store keeps)."""
 
     def advantages(trajs: list[Trajectory]) -> tuple[torch.Tensor, torch.Tensor]:
-        adv = distill_advantages(trajs, teacher, pad_id, rl)  # [B, W]
-        n_tok = pack_trajectories(trajs, pad_id).loss_mask.sum(1).clamp(min=1)  # [B]
-        return adv, adv.sum(1) / n_tok
+        adv, mask = _advantages_and_mask(trajs, teacher, pad_id, rl)  # [B, W] each
+        return adv, adv.sum(1) / mask.sum(1).clamp(min=1)
 
     return advantages
 
