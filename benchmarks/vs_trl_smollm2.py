@@ -24,7 +24,10 @@ Both sides, one after the other on this machine, with the same:
            update per batch, max grad norm 1
   optim    AdamW lr --lr, betas (0.9, 0.999), no weight decay, constant, no warm-up
   threads  2; TRL without gradient checkpointing and without bf16 (its CPU defaults turn both on:
-           checkpointing would trade its speed for memory, bf16 would change the numerics)
+           checkpointing would trade its speed for memory, bf16 would change the numerics);
+           `--trl-bf16` runs TRL with bf16=True, the like-for-like peer of posttrain's bf16 arm
+           ("engine={name: fast, args: {matmul_dtype: auto}}" rl.old_logprobs=recompute: bf16
+           rollouts and, under trainer.precision auto, a bf16-autocast update)
 posttrain runs its own CLI (`posttrain rl`, nothing patched); TRL runs in a worker process of
 this script. Both final models are scored by the same `posttrain eval` suite: the held-out tasks,
 greedy, --max-new tokens, a reply cut at the budget scores 0.
@@ -184,7 +187,7 @@ def run_trl(a: argparse.Namespace, data: dict, seed: int, out: Path) -> dict:
     cmd = [str(ROOT / ".venv/bin/python"), str(Path(__file__).resolve()), "--trl-worker", str(res), "--seed-one",
            str(seed), "--data-dir", str(out), "--model", a.model, "--steps", str(a.steps), "--prompts", str(a.prompts),
            "--group", str(a.group), "--max-new", str(a.max_new), "--lr", str(a.lr),
-           *(["--wall-minutes", str(a.wall_minutes)] if a.wall_minutes else [])]
+           *(["--wall-minutes", str(a.wall_minutes)] if a.wall_minutes else []), *(["--trl-bf16"] if a.trl_bf16 else [])]
     wall, peak = run_measured(cmd, out / f"trl-s{seed}.log", "the TRL worker")
     doc = json.loads(res.read_text())
     doc.update(wall_s=round(wall, 1), peak_pss_gib=peak)
@@ -226,7 +229,7 @@ def trl_worker(a: argparse.Namespace) -> None:
     model = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.float32)
     out_dir = d / f"trl-s{a.seed_one}"
     cfg = GRPOConfig(
-        output_dir=str(out_dir / "trainer"), use_cpu=True, bf16=False, gradient_checkpointing=False, seed=a.seed_one,
+        output_dir=str(out_dir / "trainer"), use_cpu=True, bf16=a.trl_bf16, gradient_checkpointing=False, seed=a.seed_one,
         per_device_train_batch_size=a.prompts * a.group, num_generations=a.group, max_completion_length=a.max_new,
         max_steps=a.steps, learning_rate=a.lr, lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0,
         adam_beta1=0.9, adam_beta2=0.999, max_grad_norm=1.0, loss_type="dapo", beta=0.0, epsilon=0.2,
@@ -330,6 +333,8 @@ def main() -> None:
                     help="equal wall time: each side trains this many minutes (--steps then only caps the steps)")
     ap.add_argument("--calibrate", type=float, nargs="*", default=None, help="difficulties: print base pass rates, train nothing")
     ap.add_argument("--results", default=str(ROOT / "benchmarks/results/vs_trl_smollm2.json"))
+    ap.add_argument("--trl-bf16", action="store_true",
+                    help="TRL with bf16=True (its CPU default: autocast), beside posttrain's bf16 rollouts and update")
     ap.add_argument("--trl-worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--seed-one", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--data-dir", default=None, help=argparse.SUPPRESS)

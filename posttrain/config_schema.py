@@ -125,7 +125,7 @@ class TrainerConfig(Section):
     lora: LoraConfig | None = None  # None -> full fine-tuning
     gradient_checkpointing: bool = False
     grad_accum: int = Field(default=1, ge=1)  # micro-batches per optimizer step
-    precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto -> bf16 autocast where the device has it, else fp32; or fp32 / bf16
+    precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto -> bf16 autocast on CUDA with bf16 (and in RL on a CPU whose bf16 rollouts measured faster), else fp32; or fp32 / bf16
     # Sharded training (posttrain/train/sharded): N ranks, FSDP2 over dp = world_size / tp, TP over tp.
     world_size: int = Field(default=1, ge=1)  # > 1: the command runs as N processes (or under torchrun)
     tp: int = Field(default=1, ge=1)  # tensor-parallel degree; must divide world_size and the model's heads

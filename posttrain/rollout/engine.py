@@ -102,6 +102,14 @@ class DescribesModel(Protocol):
 
 
 @runtime_checkable
+class MatmulPrecision(Protocol):
+    """An engine that says what its weight matmuls run in ("float32" | "bfloat16"; `auto` resolved):
+    the RL update follows a bf16 choice under `trainer.precision: auto` (train/lora.resolve_precision)."""
+
+    matmul_dtype: str
+
+
+@runtime_checkable
 class WeightReceiver(Protocol):
     """Takes weights in buckets (weight_sync.py): begin_weights(version) -> an install to feed and commit."""
 

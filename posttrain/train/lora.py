@@ -6,8 +6,10 @@
 
 A LoRA target module that does not exist in the model is a ConfigError naming it and
 listing the linear layers that do exist. Limits: only LoRA (no QLoRA: bitsandbytes is not
-a dependency); `precision: auto` picks bf16 only on CUDA devices that support it, because
-CPU bf16 matmuls are slower than fp32 on the laptops this runs on.
+a dependency); `precision: auto` picks bf16 on CUDA devices that support it. On a CPU it stays
+fp32 (bf16 matmuls are slower than fp32 on CPUs without AMX / AVX512-BF16), except in an RL run
+whose rollout engine runs bf16 weight matmuls that this machine measured faster
+(`resolve_precision`): there the update's matmuls take the same units.
 """
 
 from __future__ import annotations
@@ -73,6 +75,24 @@ def autocast(tcfg: TrainerConfig, device_type: str = "cpu") -> contextlib.Abstra
         return contextlib.nullcontext()
     dev = "cuda" if torch.cuda.is_available() else device_type
     return torch.autocast(device_type=dev, dtype=torch.bfloat16)
+
+
+def resolve_precision(tcfg: TrainerConfig, engine_matmul_dtype: str | None) -> TrainerConfig:
+    """`tcfg` with `precision: auto` resolved for an RL run on the CPU: bf16 autocast when the rollout
+    engine runs its weight matmuls in bf16 *and* this machine measured bf16 matmuls faster than fp32
+    (matmul_choice.py, cached per process: `matmul_dtype: auto` has already measured), so `auto` never
+    makes an update slower; else unchanged (CUDA: `use_bf16` decides; CPU: fp32). The update then
+    needs `rl.old_logprobs: recompute`, which bf16 rollouts already require (config_check.py): the
+    ratio's old and new logprobs both come from the trainer's bf16 forward."""
+    import torch
+
+    if tcfg.precision != "auto" or torch.cuda.is_available() or engine_matmul_dtype != "bfloat16":
+        return tcfg
+    from posttrain.rollout.engines.fast.matmul_choice import resolve_matmul_dtype
+
+    if resolve_matmul_dtype("auto", "cpu") != "bfloat16":
+        return tcfg
+    return tcfg.model_copy(update={"precision": "bf16"})
 
 
 def export_model(model: Any) -> Any:

@@ -33,7 +33,7 @@ from posttrain.config import RunConfig
 from posttrain.eval.heldout import HeldoutResult
 from posttrain.registry import registry
 from posttrain.rollout import make_engine
-from posttrain.rollout.engine import ClusterMetrics
+from posttrain.rollout.engine import ClusterMetrics, MatmulPrecision
 from posttrain.schedule import Scheduler
 from posttrain.store.metrics import MetricsLog, run_metrics
 from posttrain.store.run import RunDir
@@ -93,6 +93,22 @@ def local_engine(cfg: RunConfig, model: Any, tok: Any) -> Any:
     return make_engine(cfg.engine.name, copy.deepcopy(model), tok, **cfg.engine.args)
 
 
+def _with_update_precision(cfg: RunConfig, engine: Any) -> RunConfig:
+    """`cfg` with `trainer.precision: auto` resolved for this run's update (lora.resolve_precision:
+    bf16 autocast on a CPU whose rollouts run the bf16 matmuls it measured faster), said once on
+    stderr when it turns bf16 on. A sharded trainer keeps its own policy (`trainer.mixed_precision`)."""
+    from posttrain.train.lora import resolve_precision
+
+    if cfg.trainer.world_size > 1:
+        return cfg
+    tcfg = resolve_precision(cfg.trainer, engine.matmul_dtype if isinstance(engine, MatmulPrecision) else None)
+    if tcfg is cfg.trainer:
+        return cfg
+    print("posttrain: trainer.precision=auto: the update runs under bf16 autocast, as the rollouts' bf16 "
+          "matmuls do (measured faster here; trainer.precision=fp32 keeps it fp32)", file=sys.stderr)
+    return cfg.model_copy(update={"trainer": tcfg})
+
+
 def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks: Sequence[Task],
                 eval_tasks: Sequence[Task], sandbox: Any, resume: bool = False,
                 engine_factory: EngineFactory | None = None, runner: VerifierRunner | None = None,
@@ -113,6 +129,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
 
         model, tok = load_policy(ckpt)
     engine = (engine_factory or local_engine)(cfg, model, tok)
+    cfg = _with_update_precision(cfg, engine)
     ts = load_trainer_state(ckpt) if ckpt is not None else None
     ref = reference_model(cfg, model, ts)
     trainer = trainer_factory(cfg, model, tok, ref) if trainer_factory else default_trainer(cfg, model, tok, ref)

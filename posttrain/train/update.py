@@ -142,9 +142,10 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     which every built-in loss is (tests/unit/train/test_micro_batches.py checks each). The
     loss and its statistics are then computed once over the whole minibatch's logprobs.
 
-    `rl.old_logprobs=recompute` (bf16 rollouts): the ratio's old logprobs are the trainer's fp32
-    ones at the rollout weights, never the engine's, so the engine's rounding never enters the
-    loss; `rollout_logprob_gap` reports the mean gap it corrected."""
+    `rl.old_logprobs=recompute` (bf16 rollouts): the ratio's old logprobs are the trainer's own
+    at the rollout weights (fp32, or bf16 autocast under `trainer.precision`: the same numerics as
+    the new ones), never the engine's, so the engine's rounding never enters the loss;
+    `rollout_logprob_gap` reports the mean gap it corrected."""
     loss_fn = LOSSES.get(cfg.loss.name)
     kl_fn = functools.partial(registry("kl").get(cfg.kl_estimator.name), **cfg.kl_estimator.args) if cfg.kl_coef > 0 and ref_model is not None else None
     model.train()
@@ -154,7 +155,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     corr = correction(model, trajs, pad_id, cfg) if correction is not None else None
     recompute = cfg.old_logprobs == "recompute"
     t_plan = time.perf_counter()
-    fused, behaviour = _behaviour_plan(model, trajs, torch.chunk(order, n_mb), corr, pad_id, cfg)
+    fused, behaviour = _behaviour_plan(model, trajs, torch.chunk(order, n_mb), corr, pad_id, cfg, tcfg)
     # seconds in each part of the update, summed over its minibatches (the step's time split):
     # forward = logprobs, loss and any recompute pass; backward; optimizer = clip + step
     clock = dict.fromkeys(UPDATE_CLOCK, 0.0)
@@ -201,7 +202,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
 
 
 def _behaviour_plan(model: Any, trajs: Sequence[Trajectory], chunks: Sequence[torch.Tensor], corr: Any,
-                    pad_id: int, cfg: RLConfig) -> tuple[bool, list[torch.Tensor] | None]:
+                    pad_id: int, cfg: RLConfig, tcfg: Any = None) -> tuple[bool, list[torch.Tensor] | None]:
     """(fused, per-minibatch old logprobs) for rl.old_logprobs=recompute; (False, None) for engine.
     One minibatch and one epoch: the update's own forward runs at the rollout weights, so its
     detached logprobs are the recompute (fused, no extra forward); else one no-grad pass first."""
@@ -212,14 +213,19 @@ def _behaviour_plan(model: Any, trajs: Sequence[Trajectory], chunks: Sequence[to
                          "current weights' logprobs, not the older behaviour policy's")
     if len(chunks) == 1 and cfg.update_epochs == 1:
         return True, None
-    return False, recompute_old_logprobs(model, [[trajs[i] for i in mb.tolist()] for mb in chunks], pad_id, cfg)
+    return False, recompute_old_logprobs(model, [[trajs[i] for i in mb.tolist()] for mb in chunks], pad_id, cfg,
+                                         tcfg)
 
 
 def recompute_old_logprobs(model: Any, minibatches: Sequence[Sequence[Trajectory]], pad_id: int,
-                           cfg: RLConfig) -> list[torch.Tensor]:
-    """fp32 logprobs [b, L-1] of each minibatch's tokens under `model` as it is now (the weights the
-    rollouts were sampled with), in eval mode and without autocast, micro-batch by micro-batch
-    (`rl.micro_tokens`) so no more activations are held than the update holds."""
+                           cfg: RLConfig, tcfg: Any = None) -> list[torch.Tensor]:
+    """Logprobs [b, L-1] (fp32 tensors) of each minibatch's tokens under `model` as it is now (the
+    weights the rollouts were sampled with), in eval mode, micro-batch by micro-batch
+    (`rl.micro_tokens`) so no more activations are held than the update holds. They are computed
+    as the update computes its own: in fp32, or under bf16 autocast where `tcfg` (the run's
+    `trainer:`) says so, so the ratio's two sides share their numerics and start at exactly 1."""
+    from posttrain.train.lora import autocast
+
     was_training = model.training
     model.eval()
     out = []
@@ -231,7 +237,8 @@ def recompute_old_logprobs(model: Any, minibatches: Sequence[Sequence[Trajectory
             for idx in chunks:
                 part = [sub[i] for i in idx]
                 tbm = tb if len(idx) == len(sub) else pack_trajectories(part, pad_id)
-                lp = SampleLayout(model, part, tbm, pad_id, cfg).logprobs(model)[0].float()
+                with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():
+                    lp = SampleLayout(model, part, tbm, pad_id, cfg).logprobs(model)[0].float()
                 full[torch.tensor(idx), :lp.shape[1]] = lp
             out.append(full)
     model.train(was_training)
