@@ -16,7 +16,8 @@ r = 8: what `engine.args.matmul_dtype: auto` picks here and the matmuls it timed
 seconds for --prompts x --group samples of --new-tokens tokens in fp32 and in bf16 (`fast`,
 EOS ignored so both make the same number of tokens); the update on those samples with the
 engine's logprobs (fp32 rollouts, rl.old_logprobs=engine) and with the recompute fused into
-the update's forward (bf16 rollouts, rl.old_logprobs=recompute), and the separate no-grad
+the update's forward (bf16 rollouts, rl.old_logprobs=recompute), the same under bf16 autocast
+(what trainer.precision auto picks beside measured-faster bf16 rollouts), and the separate no-grad
 recompute pass that several minibatches or epochs need; the logprob gap the recompute
 corrects (mean and max |engine bf16 - trainer fp32| over completion tokens).
 """
@@ -128,11 +129,14 @@ def bench_rollout(model_dir: Path, repeats: int, n_prompts: int, group: int, new
     adv = torch.randn(len(batches["float32"]), generator=torch.Generator().manual_seed(0))
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     cfg = {how: RLConfig(max_new_tokens=new, old_logprobs=how) for how in ("engine", "recompute")}
+    bf16_update = TrainerConfig(precision="bf16")  # what trainer.precision auto resolves to beside bf16 rollouts
     upd = interleaved({
         "fp32 rollouts, engine logprobs": lambda: update.update_policy(policy, opt, batches["float32"], adv,
                                                                        cfg["engine"], pad),
         "bf16 rollouts, fused recompute": lambda: update.update_policy(policy, opt, batches["bfloat16"], adv,
                                                                        cfg["recompute"], pad),
+        "bf16 rollouts, fused recompute, bf16 autocast update": lambda: update.update_policy(
+            policy, opt, batches["bfloat16"], adv, cfg["recompute"], pad, tcfg=bf16_update),
         "separate no-grad recompute pass": lambda: update.recompute_old_logprobs(policy, [batches["bfloat16"]], pad,
                                                                                  cfg["recompute"]),
     }, repeats)
@@ -140,12 +144,15 @@ def bench_rollout(model_dir: Path, repeats: int, n_prompts: int, group: int, new
     (fp32_lp,) = update.recompute_old_logprobs(policy, [batches["bfloat16"]], pad, cfg["recompute"])
     gap = (fp32_lp - tb.old_logp).abs() * tb.loss_mask
     print(f"{n_prompts} prompts x {group} samples x {new} tokens, LoRA r=8; median of {repeats} interleaved rounds")
-    print("| part | fp32 rollouts | bf16 rollouts + recompute |\n|---|---:|---:|")
-    print(f"| generation s | {gen['float32']:.2f} | {gen['bfloat16']:.2f} |")
+    print("| part | fp32 rollouts | bf16 rollouts + recompute | the same, bf16 autocast update |\n"
+          "|---|---:|---:|---:|")
+    print(f"| generation s | {gen['float32']:.2f} | {gen['bfloat16']:.2f} | {gen['bfloat16']:.2f} |")
     a, b = upd["fp32 rollouts, engine logprobs"], upd["bf16 rollouts, fused recompute"]
-    print(f"| update s (fused recompute: no extra forward) | {a:.2f} | {b:.2f} |")
+    c = upd["bf16 rollouts, fused recompute, bf16 autocast update"]
+    print(f"| update s (fused recompute: no extra forward) | {a:.2f} | {b:.2f} | {c:.2f} |")
     print(f"| step s (generation + update) | {gen['float32'] + a:.2f} | {gen['bfloat16'] + b:.2f} "
-          f"({(gen['bfloat16'] + b) / (gen['float32'] + a):.2f}x) |")
+          f"({(gen['bfloat16'] + b) / (gen['float32'] + a):.2f}x) | {gen['bfloat16'] + c:.2f} "
+          f"({(gen['bfloat16'] + c) / (gen['float32'] + a):.2f}x) |")
     print(f"separate recompute pass (several minibatches/epochs): {upd['separate no-grad recompute pass']:.2f} s; "
           f"logprob gap corrected: mean {float(gap.sum() / tb.loss_mask.sum()):.4f}, max {float(gap.max()):.4f}")
 

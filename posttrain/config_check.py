@@ -134,6 +134,9 @@ def _check_rollout_precision(cfg: RunConfig) -> None:
         raise ConfigError(f"engine.args.matmul_dtype={dtype} with rl.old_logprobs={rl.old_logprobs}: low-precision "
                           "rollout logprobs cannot be the behaviour policy's; set rl.old_logprobs=recompute (fp32 "
                           "recompute in the trainer) or engine.args.matmul_dtype=float32")
+    if rl.rollout_correction and rl.old_logprobs != "recompute":
+        raise ConfigError(f"rl.rollout_correction=true with rl.old_logprobs={rl.old_logprobs}: the correction weighs the "
+                          "trainer's recomputed logprobs against the engine's; set rl.old_logprobs=recompute")
     if rl.old_logprobs == "recompute" and (rl.max_staleness > 0 or cfg.trainer.world_size > 1):
         raise ConfigError(f"rl.old_logprobs=recompute needs the synchronous single-process update (rl.max_staleness="
                           f"{rl.max_staleness}, trainer.world_size={cfg.trainer.world_size}): the recompute is the "

@@ -105,6 +105,11 @@ class RLConfig(Section):
     # (verl's old-log-prob recompute; fused into the update's forward when there is one minibatch and
     # one epoch), which bf16 rollouts (engine.args.matmul_dtype: bfloat16 | auto) require.
     old_logprobs: Literal["engine", "recompute"] = "engine"
+    # With the recompute: weight each token by rl.offpolicy's correction (tis: min(ratio, cap 2)) of the
+    # trainer's recomputed logprobs against the engine's, correcting the training-inference mismatch
+    # (Yao et al. 2025, "Your efficient RL framework secretly brings you off-policy RL training"; verl's
+    # rollout_is). Costs one no-grad forward: the recompute is then a pass of its own, not fused.
+    rollout_correction: bool = False
     max_grad_norm: float = Field(default=1.0, gt=0.0)
     format_weight: float = Field(default=0.0, ge=0.0)  # extra reward weight of the format rule (gated anyway)
     overlong: Annotated[OverlongConfig, Registered("overlong", reserved=("budget",))] = OverlongConfig()  # truncated completions: gate | score | soft_penalty

@@ -42,6 +42,9 @@ def departures(cfg: Any, has_file_tasks: bool = False) -> list[tuple[str, str, s
                     "rl.loss_norm=all_tokens"))
     if rl.loss.name != "grpo":
         out.append((f"rl.loss.name={rl.loss.name}", "not GRPO's per-sequence mean with a symmetric clip", "rl.loss.name=grpo"))
+    if rl.rollout_correction:
+        out.append(("rl.rollout_correction=true", f"each token is weighted by rl.offpolicy's {rl.offpolicy.name} "
+                    "correction of the trainer's recomputed logprobs against the engine's", "rl.rollout_correction=false"))
     if rl.format_weight > 0:
         out.append((f"rl.format_weight={rl.format_weight}", "a well-formed answer earns this much extra reward",
                     "rl.format_weight=0"))

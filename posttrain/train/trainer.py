@@ -56,6 +56,11 @@ class LocalTrainer:
         if lr_scale != 1.0:
             for group in self.opt.param_groups:
                 group["lr"] *= lr_scale
+        rl = self.cfg.rl
+        if correction is None and rl.old_logprobs == "recompute" and rl.rollout_correction:
+            from posttrain.train.async_rl.correction import correction_for
+
+            correction = correction_for(rl.offpolicy)  # its trainer-logprob pass is the recompute
         extra = {} if correction is None else {"correction": correction}
         stats = update_policy(self.model, self.opt, trajs, adv, self.cfg.rl, self.pad_id, self.ref_model,
                               self.cfg.trainer, **extra, counts=counts)

@@ -145,16 +145,22 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     `rl.old_logprobs=recompute` (bf16 rollouts): the ratio's old logprobs are the trainer's own
     at the rollout weights (fp32, or bf16 autocast under `trainer.precision`: the same numerics as
     the new ones), never the engine's, so the engine's rounding never enters the loss;
-    `rollout_logprob_gap` reports the mean gap it corrected."""
+    `rollout_logprob_gap` reports the mean gap it corrected. With `rl.rollout_correction` the
+    caller passes `rl.offpolicy`'s `correction` (trainer.py does) and its pass is the recompute:
+    the ratio is taken against it and each token is weighted by the correction (TIS) of it
+    against the engine's logprobs. `correction` runs under the update's autocast."""
+    from posttrain.train.lora import autocast
+
     loss_fn = LOSSES.get(cfg.loss.name)
     kl_fn = functools.partial(registry("kl").get(cfg.kl_estimator.name), **cfg.kl_estimator.args) if cfg.kl_coef > 0 and ref_model is not None else None
     model.train()
     order = torch.arange(len(trajs))
     n_mb = max(1, min(cfg.minibatches, len(trajs)))
     totals: dict[str, float] = {}
-    corr = correction(model, trajs, pad_id, cfg) if correction is not None else None
     recompute = cfg.old_logprobs == "recompute"
     t_plan = time.perf_counter()
+    with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():  # the update's own numerics
+        corr = correction(model, trajs, pad_id, cfg) if correction is not None else None
     fused, behaviour = _behaviour_plan(model, trajs, torch.chunk(order, n_mb), corr, pad_id, cfg, tcfg)
     # seconds in each part of the update, summed over its minibatches (the step's time split):
     # forward = logprobs, loss and any recompute pass; backward; optimizer = clip + step
@@ -206,8 +212,8 @@ def _behaviour_plan(model: Any, trajs: Sequence[Trajectory], chunks: Sequence[to
     """(fused, per-minibatch old logprobs) for rl.old_logprobs=recompute; (False, None) for engine.
     One minibatch and one epoch: the update's own forward runs at the rollout weights, so its
     detached logprobs are the recompute (fused, no extra forward); else one no-grad pass first."""
-    if cfg.old_logprobs != "recompute":
-        return False, None
+    if cfg.old_logprobs != "recompute" or (corr is not None and cfg.rollout_correction):
+        return False, None  # the engine's logprobs, or the rollout correction's pass is the recompute
     if corr is not None:
         raise ValueError("rl.old_logprobs=recompute with an off-policy correction: the recompute is the "
                          "current weights' logprobs, not the older behaviour policy's")

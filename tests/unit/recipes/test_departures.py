@@ -38,3 +38,11 @@ def test_soft_penalty_and_constant_say_what_they_do():
     text = "\n".join(departure_lines(load_config(None, ["rl.overlong.name=soft_penalty", "rl.overlong.args={cache: 4}",
                                                         "rl.loss_norm=constant"])))
     assert "soft overlong penalty {'cache': 4}" in text and "divides by a constant" in text
+
+
+def test_the_rollout_correction_is_a_departure_with_its_off_key():
+    on = ["engine.args={matmul_dtype: auto}", "rl.old_logprobs=recompute", "rl.rollout_correction=true"]
+    assert "rl.rollout_correction" in keys(*on)
+    assert "rl.rollout_correction" not in keys(*on[:2])
+    (line,) = [x for x in departure_lines(load_config(None, on)) if "rl.rollout_correction" in x]
+    assert "tis correction" in line and "off: rl.rollout_correction=false" in line

@@ -130,3 +130,68 @@ def test_an_rl_step_with_bf16_rollouts_trains_on_the_recomputed_logprobs(tmp_pat
     row = rows[-1]
     assert row["train/rollout_logprob_gap"] > 0  # the engine's logprobs were bf16 ones
     assert row["train/clip_frac"] == 0.0  # the ratio was 1 everywhere: the old logprobs were the update's own
+
+
+def test_rollout_correction_without_the_recompute_is_refused_at_load():
+    with pytest.raises(ConfigError) as e:
+        check_config(load_config(None, ["rl.rollout_correction=true"]), needs=("rl",))
+    assert "rl.rollout_correction=true with rl.old_logprobs=engine" in str(e.value) and "\n" not in str(e.value)
+
+
+def _updated(model, trajs, adv, cfg, pad_id):
+    """update_policy as LocalTrainer.update calls it: rl.offpolicy's correction passed with rl.rollout_correction."""
+    from posttrain.train.async_rl.correction import correction_for
+
+    m = copy.deepcopy(model)
+    extra = {"correction": correction_for(cfg.offpolicy)} if cfg.rollout_correction else {}
+    st = update_policy(m, torch.optim.SGD(m.parameters(), lr=1.0), trajs, adv, cfg, pad_id, **extra)
+    return torch.cat([p.detach().flatten() for p in m.parameters()]), st
+
+
+def test_the_rollout_correction_weighs_a_token_by_its_capped_trainer_to_engine_ratio(tiny):
+    """rl.rollout_correction (TIS, cap 2): one sample whose engine logprobs sit 5 nats below the
+    trainer's gets weight 2 on every token (exp(5) capped), the others, exact, weight 1. Under a
+    constant-denominator loss (dr_grpo) that is the plain recompute update with the sample's
+    advantage doubled."""
+    model, tok = tiny
+    trajs = bf16_rollouts(model, tok)
+    (fp32,) = recompute_old_logprobs(model, [trajs], tok.pad_token_id, RLConfig())
+    low = fp32.clone()
+    low[0] -= 5.0
+    engine_lp = with_logprobs(trajs, low)  # sample 0: ratio e^5 everywhere; the rest: ratio 1
+    adv = torch.randn(len(trajs), generator=torch.Generator().manual_seed(1))
+    doubled = adv.clone()
+    doubled[0] *= 2
+    base = dict(max_new_tokens=12, old_logprobs="recompute", loss={"name": "dr_grpo"})
+    w_corr, st = _updated(model, engine_lp, adv, RLConfig(**base, rollout_correction=True), tok.pad_token_id)
+    w_ref, _ = _updated(model, engine_lp, doubled, RLConfig(**base), tok.pad_token_id)
+    torch.testing.assert_close(w_corr, w_ref, rtol=1e-5, atol=1e-6)
+    n0 = len(trajs[0].turns[0].token_ids)
+    n_all = sum(len(t.turns[0].token_ids) for t in trajs)
+    assert st["offpolicy/clipped_frac"] == pytest.approx(n0 / n_all)  # sample 0's tokens, and only those
+
+
+def test_an_rl_step_with_the_rollout_correction_weighs_its_tokens(tmp_path):
+    """Through the loop (build_state -> train_rl -> LocalTrainer.update): rl.rollout_correction
+    brings rl.offpolicy's pass in, whose stats reach the metrics, and the ratio is still 1."""
+    from posttrain.models.tiny import build_tiny
+    from posttrain.tasks.splits import make_splits
+    from posttrain.train.rl import build_state, train_rl
+
+    over = ["seed=1", "rl.steps=1", "rl.prompts_per_step=8", "rl.group_size=8", "rl.max_new_tokens=8",
+            "rl.checkpoint_every=0", "log.trackers=[]", "log.detect_every=0", "rl.clip_eps=0.0001",
+            "tasks.domains={arithmetic: {n_train: 40, n_eval: 4}}", "model.tiny.hidden_size=32",
+            "model.tiny.intermediate_size=64", "model.tiny.num_attention_heads=2", "model.tiny.num_key_value_heads=2",
+            "engine.args={matmul_dtype: bfloat16}", "rl.old_logprobs=recompute", "rl.rollout_correction=true",
+            "trainer.precision=fp32", "rl.overlong.name=soft_penalty", "rl.overlong.args={cache: 4}"]
+    cfg = load_config(None, over)
+    check_config(cfg, needs=("rl",))
+    model, tok = build_tiny(cfg.model.tiny, seed=0)
+    train = make_splits(cfg).train
+    st = build_state(cfg, tmp_path, model, tok, train, train[:2], None)
+    asyncio.run(train_rl(st))
+    row = st.metrics.read()[-1]
+    st.metrics.close(), st.store.close()
+    assert row["train/offpolicy/logp_abs_diff"] == pytest.approx(row["train/rollout_logprob_gap"])
+    assert row["train/offpolicy/logp_abs_diff"] > 0  # the engine's bf16 logprobs were weighed
+    assert row["train/clip_frac"] == 0.0
