@@ -127,13 +127,13 @@ def _check_objective(cfg: RunConfig) -> None:
 
 def _check_rollout_precision(cfg: RunConfig) -> None:
     """bf16 rollouts (engine.args.matmul_dtype: bfloat16, or auto, which may pick it) need the
-    trainer's fp32 recompute of the behaviour logprobs (rl.old_logprobs: recompute), which the
+    trainer's recompute of the behaviour logprobs (rl.old_logprobs: recompute), which the
     synchronous single-process update does: asynchronous and sharded updates read the engine's."""
     rl, dtype = cfg.rl, str(cfg.engine.args.get("matmul_dtype") or "")
     if (dtype in _LOW_PRECISION_MATMUL or dtype == "auto") and rl.old_logprobs != "recompute":
         raise ConfigError(f"engine.args.matmul_dtype={dtype} with rl.old_logprobs={rl.old_logprobs}: low-precision "
-                          "rollout logprobs cannot be the behaviour policy's; set rl.old_logprobs=recompute (fp32 "
-                          "recompute in the trainer) or engine.args.matmul_dtype=float32")
+                          "rollout logprobs cannot be the behaviour policy's; set rl.old_logprobs=recompute (the "
+                          "trainer recomputes them) or engine.args.matmul_dtype=float32")
     if rl.rollout_correction and rl.old_logprobs != "recompute":
         raise ConfigError(f"rl.rollout_correction=true with rl.old_logprobs={rl.old_logprobs}: the correction weighs the "
                           "trainer's recomputed logprobs against the engine's; set rl.old_logprobs=recompute")

@@ -101,9 +101,10 @@ class RLConfig(Section):
     prefix_layout: Literal["auto", "kv", "dense", "varlen"] = "auto"  # train/prefix_kv.py: kv ~ G*L, dense ~ its square; varlen: one pass (train/varlen.py)
     dedup_samples: bool = True  # identical samples computed once in the update (exact: gradients sum)
     # The behaviour policy's logprobs in the loss's ratio (issue 38): engine = the rollout engine's
-    # own (exact only for fp32 rollouts); recompute = the trainer's fp32 forward at the rollout weights
-    # (verl's old-log-prob recompute; fused into the update's forward when there is one minibatch and
-    # one epoch), which bf16 rollouts (engine.args.matmul_dtype: bfloat16 | auto) require.
+    # own (exact only for fp32 rollouts); recompute = the trainer's forward at the rollout weights, in the
+    # update's precision (fp32, or bf16 autocast: trainer.precision) (verl's old-log-prob recompute; fused
+    # into the update's forward when there is one minibatch and one epoch), which bf16 rollouts
+    # (engine.args.matmul_dtype: bfloat16 | auto) require.
     old_logprobs: Literal["engine", "recompute"] = "engine"
     # With the recompute: weight each token by rl.offpolicy's correction (tis: min(ratio, cap 2)) of the
     # trainer's recomputed logprobs against the engine's, correcting the training-inference mismatch
