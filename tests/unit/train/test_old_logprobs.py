@@ -105,29 +105,41 @@ def test_bf16_rollouts_with_the_recompute_pass_the_check():
     check_config(load_config(None, ["engine.args={matmul_dtype: auto}", "rl.old_logprobs=recompute"]), needs=("rl",))
 
 
-def test_an_rl_step_with_bf16_rollouts_trains_on_the_recomputed_logprobs(tmp_path):
-    """Through the loop (build_state -> train_rl): the engine samples in bf16, the step's loss
-    uses the fp32 recompute (ratio exactly 1 on the one minibatch: nothing clipped)."""
+def bf16_rl_state(tmp_path, *extra: str):
+    """build_state for one RL step of 8 x 8 on a small tiny model with bf16 rollouts and the recompute
+    (test_objective_loop.py's step: the soft overlong penalty gives the untrained model's groups
+    rewards that differ); `extra` overrides come last."""
     from posttrain.models.tiny import build_tiny
     from posttrain.tasks.splits import make_splits
-    from posttrain.train.rl import build_state, train_rl
+    from posttrain.train.rl import build_state
 
-    # test_objective_loop.py's step: the soft overlong penalty gives the untrained model's groups rewards that differ
     over = ["seed=1", "rl.steps=1", "rl.prompts_per_step=8", "rl.group_size=8", "rl.max_new_tokens=8",
             "rl.checkpoint_every=0", "log.trackers=[]", "log.detect_every=0", "rl.clip_eps=0.0001",
             "tasks.domains={arithmetic: {n_train: 40, n_eval: 4}}", "model.tiny.hidden_size=32",
             "model.tiny.intermediate_size=64", "model.tiny.num_attention_heads=2", "model.tiny.num_key_value_heads=2",
             "engine.args={matmul_dtype: bfloat16}", "rl.old_logprobs=recompute",
-            "rl.overlong.name=soft_penalty", "rl.overlong.args={cache: 4}"]
+            "rl.overlong.name=soft_penalty", "rl.overlong.args={cache: 4}", *extra]
     cfg = load_config(None, over)
     check_config(cfg, needs=("rl",))
     model, tok = build_tiny(cfg.model.tiny, seed=0)
     train = make_splits(cfg).train
-    st = build_state(cfg, tmp_path, model, tok, train, train[:2], None)
+    return build_state(cfg, tmp_path, model, tok, train, train[:2], None)
+
+
+def last_row(st) -> dict:
+    """Run the state's step(s) through train_rl; the last metrics row."""
+    from posttrain.train.rl import train_rl
+
     asyncio.run(train_rl(st))
     rows = st.metrics.read()
     st.metrics.close(), st.store.close()
-    row = rows[-1]
+    return rows[-1]
+
+
+def test_an_rl_step_with_bf16_rollouts_trains_on_the_recomputed_logprobs(tmp_path):
+    """Through the loop (build_state -> train_rl): the engine samples in bf16, the step's loss
+    uses the trainer's recompute (ratio exactly 1 on the one minibatch: nothing clipped)."""
+    row = last_row(bf16_rl_state(tmp_path))
     assert row["train/rollout_logprob_gap"] > 0  # the engine's logprobs were bf16 ones
     assert row["train/clip_frac"] == 0.0  # the ratio was 1 everywhere: the old logprobs were the update's own
 
@@ -174,24 +186,7 @@ def test_the_rollout_correction_weighs_a_token_by_its_capped_trainer_to_engine_r
 def test_an_rl_step_with_the_rollout_correction_weighs_its_tokens(tmp_path):
     """Through the loop (build_state -> train_rl -> LocalTrainer.update): rl.rollout_correction
     brings rl.offpolicy's pass in, whose stats reach the metrics, and the ratio is still 1."""
-    from posttrain.models.tiny import build_tiny
-    from posttrain.tasks.splits import make_splits
-    from posttrain.train.rl import build_state, train_rl
-
-    over = ["seed=1", "rl.steps=1", "rl.prompts_per_step=8", "rl.group_size=8", "rl.max_new_tokens=8",
-            "rl.checkpoint_every=0", "log.trackers=[]", "log.detect_every=0", "rl.clip_eps=0.0001",
-            "tasks.domains={arithmetic: {n_train: 40, n_eval: 4}}", "model.tiny.hidden_size=32",
-            "model.tiny.intermediate_size=64", "model.tiny.num_attention_heads=2", "model.tiny.num_key_value_heads=2",
-            "engine.args={matmul_dtype: bfloat16}", "rl.old_logprobs=recompute", "rl.rollout_correction=true",
-            "trainer.precision=fp32", "rl.overlong.name=soft_penalty", "rl.overlong.args={cache: 4}"]
-    cfg = load_config(None, over)
-    check_config(cfg, needs=("rl",))
-    model, tok = build_tiny(cfg.model.tiny, seed=0)
-    train = make_splits(cfg).train
-    st = build_state(cfg, tmp_path, model, tok, train, train[:2], None)
-    asyncio.run(train_rl(st))
-    row = st.metrics.read()[-1]
-    st.metrics.close(), st.store.close()
+    row = last_row(bf16_rl_state(tmp_path, "rl.rollout_correction=true", "trainer.precision=fp32"))
     assert row["train/offpolicy/logp_abs_diff"] == pytest.approx(row["train/rollout_logprob_gap"])
     assert row["train/offpolicy/logp_abs_diff"] > 0  # the engine's bf16 logprobs were weighed
     assert row["train/clip_frac"] == 0.0

@@ -4,18 +4,15 @@ than fp32; the old logprobs of the ratio are then the trainer's own bf16-autocas
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 import torch
 
-from posttrain.config import RLConfig, TrainerConfig, load_config
-from posttrain.config_check import check_config
+from posttrain.config import RLConfig, TrainerConfig
 from posttrain.rollout.engines.fast import matmul_choice
 from posttrain.train.lora import resolve_precision, use_bf16
 from posttrain.train.update import recompute_old_logprobs, update_policy
 
-from .test_old_logprobs import bf16_rollouts, tiny, with_logprobs  # noqa: F401  (tiny: the module fixture)
+from .test_old_logprobs import bf16_rl_state, bf16_rollouts, last_row, tiny, with_logprobs  # noqa: F401  (tiny: the module fixture)
 
 
 @pytest.fixture
@@ -77,25 +74,8 @@ def test_the_recompute_under_bf16_autocast_is_the_updates_own_forward(tiny):
 def test_an_rl_run_with_bf16_rollouts_updates_under_bf16_autocast(tmp_path, measured, capfd):
     """Through the loop (build_state -> train_rl) on a machine that measured bf16 faster: the run
     says the update follows the rollouts into bf16, and the fused recompute keeps the ratio at 1."""
-    from posttrain.models.tiny import build_tiny
-    from posttrain.tasks.splits import make_splits
-    from posttrain.train.rl import build_state, train_rl
-
     measured("bfloat16")
-    over = ["seed=1", "rl.steps=1", "rl.prompts_per_step=8", "rl.group_size=8", "rl.max_new_tokens=8",
-            "rl.checkpoint_every=0", "log.trackers=[]", "log.detect_every=0", "rl.clip_eps=0.0001",
-            "tasks.domains={arithmetic: {n_train: 40, n_eval: 4}}", "model.tiny.hidden_size=32",
-            "model.tiny.intermediate_size=64", "model.tiny.num_attention_heads=2", "model.tiny.num_key_value_heads=2",
-            "engine.args={matmul_dtype: auto}", "rl.old_logprobs=recompute",
-            "rl.overlong.name=soft_penalty", "rl.overlong.args={cache: 4}"]
-    cfg = load_config(None, over)
-    check_config(cfg, needs=("rl",))
-    model, tok = build_tiny(cfg.model.tiny, seed=0)
-    train = make_splits(cfg).train
-    st = build_state(cfg, tmp_path, model, tok, train, train[:2], None)
+    st = bf16_rl_state(tmp_path, "engine.args={matmul_dtype: auto}")
     assert st.cfg.trainer.precision == "bf16"
     assert "trainer.precision=auto: the update runs under bf16 autocast" in capfd.readouterr().err
-    asyncio.run(train_rl(st))
-    rows = st.metrics.read()
-    st.metrics.close(), st.store.close()
-    assert rows[-1]["train/clip_frac"] == 0.0  # old and new logprobs: one bf16-autocast forward
+    assert last_row(st)["train/clip_frac"] == 0.0  # old and new logprobs: one bf16-autocast forward
