@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from vs_trl_smollm2 import mcnemar  # noqa: E402  (discordant pairs + the exact McNemar p)
+from vs_trl_smollm2 import machine_name, mcnemar  # noqa: E402  (lscpu's name; the exact McNemar p)
 
 BF16 = ["engine={name: fast, args: {matmul_dtype: auto}}", "rl.old_logprobs=recompute"]
 ARMS = {"fp32": [], "bf16": BF16, "bf16_tis": [*BF16, "rl.rollout_correction=true"]}
@@ -64,9 +64,7 @@ def main() -> None:
     a = ap.parse_args()
     arms = ["fp32", *[x for x in a.arms if x != "fp32"]]
     per = {(arm, s): run_arm(a, arm, s) for s in a.seeds for arm in arms}
-    doc = {"config": vars(a), "arms": {k: ARMS[k] for k in arms},
-           "machine": subprocess.run(["sh", "-c", "lscpu | grep 'Model name' | cut -d: -f2"], capture_output=True,
-                                     text=True).stdout.strip()}
+    doc = {"config": vars(a), "arms": {k: ARMS[k] for k in arms}, "machine": machine_name()}
     for arm in arms[1:]:
         rows = []
         for s in a.seeds:

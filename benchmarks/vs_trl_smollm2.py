@@ -296,6 +296,12 @@ def trl_worker(a: argparse.Namespace) -> None:
         "model": str(out_dir / "model"), "trl": __import__("trl").__version__}))
 
 
+def machine_name() -> str:
+    """lscpu's model name of this machine (the results files record it beside every time)."""
+    return subprocess.run(["sh", "-c", "lscpu | grep 'Model name' | cut -d: -f2"], capture_output=True,
+                          text=True).stdout.strip()
+
+
 def mcnemar(a: list[int], b: list[int]) -> dict:
     """Discordant pairs of two pass lists on the same items and the exact McNemar p (posttrain.eval.stats)."""
     from posttrain.eval.stats import mcnemar_exact
@@ -368,8 +374,7 @@ def main() -> None:
             runs.append(r)
     doc = {"config": {k: v for k, v in vars(a).items() if k not in ("trl_worker", "seed_one", "data_dir")},
            "n_train": data["n_train"], "n_eval": data["n_eval"], "base_pass@1": round(sum(base) / len(base), 4),
-           "machine": subprocess.run(["sh", "-c", "lscpu | grep 'Model name' | cut -d: -f2"], capture_output=True,
-                                     text=True).stdout.strip(), "runs": [{k: v for k, v in r.items() if k != "heldout"} for r in runs]}
+           "machine": machine_name(), "runs": [{k: v for k, v in r.items() if k != "heldout"} for r in runs]}
     if set(a.sides) == {"trl", "posttrain"}:
         per = {(r["side"], r["seed"]): r for r in runs}
         seeds = a.seeds

@@ -67,11 +67,12 @@ def use_bf16(tcfg: TrainerConfig) -> bool:
     return tcfg.precision == "auto" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
 
 
-def autocast(tcfg: TrainerConfig, device_type: str = "cpu") -> contextlib.AbstractContextManager:
-    """bf16 autocast when configured; weights and optimizer state stay fp32 (mixed precision)."""
+def autocast(tcfg: TrainerConfig | None, device_type: str = "cpu") -> contextlib.AbstractContextManager:
+    """bf16 autocast when configured; weights and optimizer state stay fp32 (mixed precision).
+    `tcfg` None (a caller given no `trainer:` section): fp32, no autocast."""
     import torch
 
-    if not use_bf16(tcfg):
+    if tcfg is None or not use_bf16(tcfg):
         return contextlib.nullcontext()
     dev = "cuda" if torch.cuda.is_available() else device_type
     return torch.autocast(device_type=dev, dtype=torch.bfloat16)

@@ -57,7 +57,7 @@ class LocalTrainer:
             for group in self.opt.param_groups:
                 group["lr"] *= lr_scale
         rl = self.cfg.rl
-        if correction is None and rl.old_logprobs == "recompute" and rl.rollout_correction:
+        if correction is None and rl.rollout_correction:  # config_check: only with rl.old_logprobs=recompute
             from posttrain.train.async_rl.correction import correction_for
 
             correction = correction_for(rl.offpolicy)  # its trainer-logprob pass is the recompute

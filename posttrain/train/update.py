@@ -9,7 +9,6 @@ the names in `cfg` (`rl.loss.name`, `rl.kl_estimator.name`); this file has no al
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import time
@@ -159,7 +158,7 @@ def update_policy(model: Any, opt: torch.optim.Optimizer, trajs: Sequence[Trajec
     totals: dict[str, float] = {}
     recompute = cfg.old_logprobs == "recompute"
     t_plan = time.perf_counter()
-    with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():  # the update's own numerics
+    with autocast(tcfg):  # the update's own numerics
         corr = correction(model, trajs, pad_id, cfg) if correction is not None else None
     fused, behaviour = _behaviour_plan(model, trajs, torch.chunk(order, n_mb), corr, pad_id, cfg, tcfg)
     # seconds in each part of the update, summed over its minibatches (the step's time split):
@@ -243,7 +242,7 @@ def recompute_old_logprobs(model: Any, minibatches: Sequence[Sequence[Trajectory
             for idx in chunks:
                 part = [sub[i] for i in idx]
                 tbm = tb if len(idx) == len(sub) else pack_trajectories(part, pad_id)
-                with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():
+                with autocast(tcfg):
                     lp = SampleLayout(model, part, tbm, pad_id, cfg).logprobs(model)[0].float()
                 full[torch.tensor(idx), :lp.shape[1]] = lp
             out.append(full)
@@ -274,7 +273,7 @@ def _forward_backward(model: Any, sub: Sequence[Trajectory], tb: Any, adv: torch
         part = sub if whole else [sub[i] for i in idx]
         tbm = tb if whole else pack_trajectories(part, pad_id)
         layout = SampleLayout(model, part, tbm, pad_id, cfg)
-        with autocast(tcfg) if tcfg is not None else contextlib.nullcontext():
+        with autocast(tcfg):
             lp, ent = layout.logprobs(model)  # [m, Lm-1] each
         lp = lp.float()
         rows, width = torch.tensor(idx), lp.shape[1]
