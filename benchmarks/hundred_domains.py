@@ -3,16 +3,18 @@
     .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2                 # the experiment (hours)
     .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2 --smoke         # 3 domains, 2 steps (minutes)
 
-Both arms run `examples/hundred_domains.yaml` (92 trained rg-* domains, 10 held out, LoRA) through
+Both arms run `examples/hundred_domains.yaml` (91 trained rg-* domains, 10 held out, LoRA) through
 `run_quickstart` with the RL phase cut at the same wall-time budget (`--budget-s`, default 1800 s), on
 the same seeds (`--seeds`, default 0 1 2):
-- `curriculum`: `schedule.name=learning_signal` plus the per-domain difficulty curriculum;
-- `uniform`: `schedule.name=uniform`, no curriculum, every domain at difficulty 1 (the held-out
+- `curriculum`: `schedule.name=learning_signal`, domain shares that follow each domain's rate of groups
+  with signal (`schedule.domain_shares=signal`), plus the per-domain difficulty curriculum;
+- `uniform`: `schedule.name=uniform`, the fixed mixture, no curriculum, every domain at difficulty 1 (the held-out
   split is at difficulty 1 in both arms, so after-RL pass rates compare task by task).
 Per run it prints one JSON line: held-out pass@1 before/after (trained domains and held-out domains),
 the run's McNemar p, zero-variance group fraction (mean of `groups/dropped_frac`), RL steps, wall.
 Then the targets of issue 39, each PASS/MISS with its figures:
-- signal: the curriculum arm's zero-variance fraction < 0.4 on average;
+- signal: the curriculum arm's zero-variance fraction < 0.4 on average, of every group drawn (what the
+  scheduler chose) and of each step's trained batch (what the refill, rl.refill_rounds, left short);
 - lift: trained-domain mean rises >= 8 points with McNemar p < 0.01, no domain falling with Holm p < 0.05;
 - scheduler: curriculum beats uniform on the pooled paired test over seeds (exact McNemar on the
   after-RL verdicts of the same held-out tasks, trained domains), p < 0.05;
@@ -31,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXAMPLE = ROOT / "examples" / "hundred_domains.yaml"
-ARMS = {"curriculum": [], "uniform": ["schedule.name=uniform", "schedule.curriculum=null"]}
+ARMS = {"curriculum": [], "uniform": ["schedule.name=uniform", "schedule.curriculum=null", "schedule.domain_shares=mixture"]}
 SMOKE = ['tasks.domains={"rg-gcd": {"n_train": 6, "n_eval": 2}, "rg-spell_backward": {"n_train": 6, "n_eval": 2}, '
          '"rg-lcm": {"n_train": 0, "n_eval": 2, "held_out": true}}',
          'schedule.curriculum.exclude=[]', "rl.steps=2", "rl.prompts_per_step=2", "rl.group_size=2",
@@ -51,13 +53,17 @@ def run_arm(arm: str, seed: int, model: str, out: Path, overrides: list[str], bu
     t0 = time.perf_counter()
     s = run_quickstart(cfg, out, rl_budget_s=budget_s)
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    zv = [r["groups/dropped_frac"] for r in rows if "groups/dropped_frac" in r]
+    zv = [r["groups/zero_variance_frac"] for r in rows if "groups/zero_variance_frac" in r]
+    steps = [r for r in rows if "groups/trained" in r]
     g = s.get("generalisation", {})
     return {"arm": arm, "seed": seed, "trained": g.get("trained_domains"), "held_out": g.get("held_out_domains"),
             "before": s["before"]["pass@1"], "after": s["after"]["pass@1"], "p_value": s["p_value"],
             "domain_p_values": s["domain_p_values"],
             "domain_delta": {d: s["after"]["domains"][d] - b for d, b in s["before"]["domains"].items()},
             "zero_variance_frac": sum(zv) / len(zv) if zv else None, "rl_steps": len(zv),
+            "trained_groups_mean": sum(r["groups/trained"] for r in steps) / max(1, len(steps)),
+            "prompts_per_step": cfg.rl.prompts_per_step,
+            "refill_extra_rollouts": sum(r.get("refill/extra_rollouts", 0) for r in steps),
             "wall_s": round(time.perf_counter() - t0, 1), "run_dir": str(out)}
 
 
@@ -110,7 +116,13 @@ def targets(rows: list[dict]) -> list[str]:
     out = []
     zv = [r["zero_variance_frac"] for r in cur if r["zero_variance_frac"] is not None]
     if zv:
-        out.append(f"{mark(sum(zv) / len(zv) < 0.4)} signal: curriculum zero-variance fraction {sum(zv) / len(zv):.3f} (< 0.4)")
+        out.append(f"{mark(sum(zv) / len(zv) < 0.4)} signal, groups drawn: curriculum zero-variance fraction "
+                   f"{sum(zv) / len(zv):.3f} (< 0.4)")
+        short = [1 - r["trained_groups_mean"] / r["prompts_per_step"] for r in cur]
+        extra = sum(r["refill_extra_rollouts"] for r in cur)
+        out.append(f"{mark(sum(short) / len(short) < 0.4)} signal, groups trained (after the refill): "
+                   f"{sum(short) / len(short):.3f} of each step's prompts_per_step without signal (< 0.4); "
+                   f"the refill's extra rollouts: {extra}")
     for r in cur:
         t = r["trained"] or {"delta": r["after"] - r["before"], "p_value": r["p_value"]}
         ps = holm(list(r["domain_p_values"].values()))
@@ -141,6 +153,7 @@ def main() -> None:
     ap.add_argument("--budget-s", type=float, default=1800.0, help="RL wall time per run (equal for both arms)")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "hundred_domains")
     ap.add_argument("--smoke", action="store_true", help="3 domains, 2 RL steps, 2 held-out tasks each, one seed")
+    ap.add_argument("--results", type=Path, default=None, help="also write every run's row and the verdicts here (JSON)")
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. threads=2")
     a = ap.parse_args()
     overrides = [*SMOKE, *a.overrides] if a.smoke else a.overrides
@@ -151,8 +164,12 @@ def main() -> None:
             row = run_arm(arm, seed, a.model, a.out / f"{arm}-seed{seed}", overrides, budget)
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k not in ("domain_p_values", "domain_delta")}), flush=True)
-    for line in targets(rows):
+    verdicts = targets(rows)
+    for line in verdicts:
         print(line, flush=True)
+    if a.results is not None:
+        a.results.parent.mkdir(parents=True, exist_ok=True)
+        a.results.write_text(json.dumps({"rows": rows, "targets": verdicts, "overrides": overrides}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -188,6 +188,11 @@ class ScheduleConfig(Component):
     name: str = "uniform"
     args: dict[str, Any] = {}
     curriculum: CurriculumConfig | None = None
+    # How a step's prompts split across domains (schedule/domain_shares.py): "mixture" = exactly each
+    # domain's tasks.domains.<d>.weight share; "signal" = that weight times the rate at which the domain's
+    # groups carried reward variance lately, so hopeless and solved domains fade (never to 0) and the
+    # domains at the model's edge get the draws.
+    domain_shares: Literal["mixture", "signal"] = "mixture"
 
     @model_validator(mode="before")
     @classmethod

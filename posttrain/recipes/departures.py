@@ -50,6 +50,12 @@ def departures(cfg: Any, has_file_tasks: bool = False) -> list[tuple[str, str, s
                     "rl.format_weight=0"))
     if cfg.schedule.name != "uniform":
         out.append((f"schedule.name={cfg.schedule.name}", "prompts are not drawn uniformly", "schedule.name=uniform"))
+    if cfg.schedule.domain_shares != "mixture":
+        out.append((f"schedule.domain_shares={cfg.schedule.domain_shares}", "each domain's share of a step follows the "
+                    "rate at which its groups carried reward variance, not its mixture weight", "schedule.domain_shares=mixture"))
+    if cfg.schedule.curriculum is not None:
+        out.append(("schedule.curriculum", "each domain is drawn at one difficulty level that follows its pass rate",
+                    "schedule.curriculum=null"))
     if has_file_tasks and cfg.tasks.answer_format is None:
         out.append(("tasks.answer_format=None", "a one-step file task with a plain verifier must answer on one line "
                     "(task metadata.answer_format wins)", "tasks.answer_format=text"))

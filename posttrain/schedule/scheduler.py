@@ -17,7 +17,8 @@ A "step" here is one `observe()` call; `last_step` and revisits count in those u
 
 With `curriculum={...}` (curriculum.py) each listed domain is drawn only at its current
 difficulty level, which moves with the domain's observed pass rate; its state is in
-`state_dict()`.
+`state_dict()`. With `domain_shares="signal"` (domain_shares.py) each prompt slot goes to a
+domain by Thompson sampling on its rate of groups with signal, not by the fixed mixture.
 
 Does not: run rollouts, look at durations (see `longtail.py`), or persist itself; the
 training loop saves `state_dict()` with its checkpoint.
@@ -36,6 +37,7 @@ from posttrain.schedule.fixed_order import KEY as ORDER_KEY, check_order, load_o
 from posttrain.errors import ConfigError
 from posttrain.registry import registry
 from posttrain.schedule.curriculum import Curriculum
+from posttrain.schedule.domain_shares import MODES as SHARE_MODES, SignalShares
 from posttrain.schedule.filtering import has_signal, is_scored
 from posttrain.schedule.sampling import allocate, pick
 from posttrain.schedule.stats import PassStats, difficulty_buckets
@@ -66,7 +68,7 @@ class Scheduler:
                  policy: str = "learning_signal", seed: int = 0, *, n_buckets: int = 3,
                  decay: float = 0.7, prior_strength: float = 2.0, pending_ttl: int = 4,
                  max_oversample: float = 4.0, curriculum: Mapping[str, Any] | None = None,
-                 order_file: str | None = None, **policy_args: Any) -> None:
+                 order_file: str | None = None, domain_shares: str = "mixture", **policy_args: Any) -> None:
         if not tasks:
             raise ConfigError("scheduler needs at least one task, got none")
         if not isinstance(seed, int) or seed < 0:
@@ -82,6 +84,10 @@ class Scheduler:
             self.index[t.id] = i
         self.domains = sorted({t.domain for t in self.tasks})
         self.mixture = _normalise_mixture(self.domains, mixture)
+        if domain_shares not in SHARE_MODES:
+            raise ConfigError(f"schedule.domain_shares must be one of {', '.join(SHARE_MODES)}, got {domain_shares!r}")
+        # "signal": shares follow each domain's rate of groups with signal (domain_shares.py); None: the mixture
+        self.signal_shares = SignalShares(len(self.domains)) if domain_shares == "signal" else None
         dom_of = {d: k for k, d in enumerate(self.domains)}
         self.buckets = difficulty_buckets(self.tasks, n_buckets)
         self.stats = PassStats([dom_of[t.domain] for t in self.tasks], self.buckets, n_buckets,
@@ -147,7 +153,9 @@ class Scheduler:
             w[self.index[tid]] = 0.0  # in flight: no second group for it yet
         allowed = self.curriculum.allowed() if self.curriculum is not None else np.ones(len(self.tasks), dtype=bool)
         chosen: list[int] = []
-        for d, count in enumerate(allocate(n, self.mixture, rng)):
+        per_domain = allocate(n, self.mixture, rng) if self.signal_shares is None else \
+            self.signal_shares.allocate(n, self.mixture, rng)  # [D] prompts per domain
+        for d, count in enumerate(per_domain):
             if count == 0:
                 continue
             rows = np.flatnonzero((self.stats.domain == d) & allowed)  # [N_d] at the domain's current level
@@ -175,6 +183,12 @@ class Scheduler:
             self.pending[tid] = self.draws - 1
         return [self.tasks[self.index[tid]] for tid in ids]
 
+    def domain_shares(self) -> list[float]:
+        """[D] each domain's expected share of the next draw, unnormalised (self.domains order)."""
+        if self.signal_shares is None:
+            return list(self.mixture)
+        return self.signal_shares.win_probability(self.mixture)
+
     def draw_count(self, n_needed: int) -> int:
         """Prompts to draw so that, at the recent keep rate, ~`n_needed` groups survive."""
         rate = max(self.keep_rate, 1.0 / self.max_oversample)
@@ -200,6 +214,10 @@ class Scheduler:
                 rewards = by_task.setdefault(t.task_id, [])
                 if is_scored(t):
                     rewards.append(float(t.reward))
+            if self.signal_shares is not None and group:
+                i = self.index.get(group[0].task_id)
+                if i is not None and any(is_scored(t) for t in group):
+                    self.signal_shares.observe(int(self.stats.domain[i]), has_signal(group))
             for tid, rewards in by_task.items():
                 self.pending.pop(tid, None)
                 i = self.index.get(tid)
@@ -212,7 +230,9 @@ class Scheduler:
         for dom, rs in sums.items():
             self._pass[dom] = float(np.mean(rs))
         if self.curriculum is not None:
-            self.curriculum.update(self.step)
+            for d in self.curriculum.update(self.step):
+                if self.signal_shares is not None:  # a new level: the old level's signal rate says nothing
+                    self.signal_shares.reset(self.domains.index(d))
         self.step += 1
 
     def filter_groups(self, groups: Sequence[Sequence[Trajectory]]) -> list[bool]:
@@ -234,9 +254,10 @@ class Scheduler:
         if self.curriculum is not None:
             w = w * self.curriculum.allowed()  # what the next draw can reach: the current levels only
         out: dict[str, float] = {}
-        total_mix = sum(self.mixture)
+        shares = self.domain_shares()
+        total = sum(shares)
         for d, name in enumerate(self.domains):
-            share = self.mixture[d] / total_mix
+            share = shares[d] / total
             out[f"sched/weight/{name}"] = share
             rows = self.stats.domain == d
             mass = float(w[rows].sum())
@@ -269,6 +290,7 @@ class Scheduler:
             "window": list(self._window), "totals": list(self._totals), "pass": dict(self._pass),
             "stats": self.stats.state_dict(),
             "curriculum": self.curriculum.state_dict() if self.curriculum is not None else None,
+            "domain_shares": self.signal_shares.state_dict() if self.signal_shares is not None else None,
         }
 
     def load_state_dict(self, d: Mapping[str, Any]) -> None:
@@ -289,3 +311,7 @@ class Scheduler:
             raise ConfigError("scheduler state and this run disagree on schedule.curriculum (one has it, one not)")
         if self.curriculum is not None:
             self.curriculum.load_state_dict(d["curriculum"])
+        if (d.get("domain_shares") is None) != (self.signal_shares is None):  # absent: saved before the key
+            raise ConfigError("scheduler state and this run disagree on schedule.domain_shares (signal in one only)")
+        if self.signal_shares is not None:
+            self.signal_shares.load_state_dict(d["domain_shares"])

@@ -35,6 +35,7 @@ from posttrain.registry import registry
 from posttrain.rollout import make_engine
 from posttrain.rollout.engine import ClusterMetrics, MatmulPrecision
 from posttrain.schedule import Scheduler
+from posttrain.schedule.filtering import has_signal
 from posttrain.store.metrics import MetricsLog, run_metrics
 from posttrain.store.run import RunDir
 from posttrain.store.trajectories import TrajectoryStore
@@ -122,7 +123,8 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in train_tasks)}
     cur = cfg.schedule.curriculum  # its levels shaped the task pool (tasks/splits.py); the rest steers draws
     sched = Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.name, seed=cfg.seed,
-                      curriculum=None if cur is None else cur.model_dump(exclude={"levels"}), **cfg.schedule.args)
+                      curriculum=None if cur is None else cur.model_dump(exclude={"levels"}),
+                      domain_shares=cfg.schedule.domain_shares, **cfg.schedule.args)
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt is not None and cfg.trainer.lora is None:  # with LoRA the caller's model is the (unchanged) base
         from posttrain.models import load_policy
@@ -206,6 +208,9 @@ def learn(st: RLState, batch: ScoredBatch, source: BatchSource) -> dict[str, flo
         "reward/mean": sum(t.reward for t in scored) / max(1, len(scored)),
         **{f"reward/{d}": sum(v) / len(v) for d, v in by_dom.items()},
         "groups/dropped_frac": 1 - len(trained) / max(1, len(batch.groups)),
+        # of every group drawn (refill rounds included): rewards all equal, no gradient; with refill off
+        # it equals dropped_frac, with it on dropped_frac also counts the surplus groups left out
+        "groups/zero_variance_frac": sum(not has_signal(g) for g in batch.groups) / max(1, len(batch.groups)),
         "groups/trained": len(trained),
         "infra_error_frac": 1 - len(scored) / max(1, len(trajs)),
         "format_fail_frac": sum(1 for t in scored if t.verify.details.get("rule") == "format") / max(1, len(scored)),

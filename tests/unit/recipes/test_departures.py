@@ -46,3 +46,13 @@ def test_the_rollout_correction_is_a_departure_with_its_off_key():
     assert "rl.rollout_correction" not in keys(*on[:2])
     (line,) = [x for x in departure_lines(load_config(None, on)) if "rl.rollout_correction" in x]
     assert "tis correction" in line and "off: rl.rollout_correction=false" in line
+
+
+@pytest.mark.parametrize("on, off", [("schedule.domain_shares=signal", "schedule.domain_shares=mixture"),
+                                     ("schedule.curriculum={levels: [1, 2]}", "schedule.curriculum=null")])
+def test_the_scheduler_s_domain_shares_and_curriculum_are_departures_with_their_off_keys(on, off):
+    key = on.split("=")[0]
+    assert key in keys(on)
+    assert key not in keys(on, off)
+    (line,) = [x for x in departure_lines(load_config(None, [on])) if key in x]
+    assert f"off: {off}" in line

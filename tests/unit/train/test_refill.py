@@ -91,3 +91,15 @@ def test_refill_with_the_asynchronous_source_is_refused_at_load():
 
     with pytest.raises(ConfigError, match="rl.refill_rounds=2 with rl.max_staleness=1"):
         check_config(load_config(None, ["rl.refill_rounds=2", "rl.max_staleness=1"]))
+
+
+def test_without_refill_the_zero_variance_fraction_is_the_dropped_fraction(tmp_path, warm):
+    rows, _ = _run(tmp_path, warm)
+    assert [r["groups/zero_variance_frac"] for r in rows] == pytest.approx([r["groups/dropped_frac"] for r in rows])
+    assert any(r["groups/zero_variance_frac"] > 0 for r in rows)
+
+
+def test_with_refill_the_zero_variance_fraction_counts_every_group_drawn(tmp_path, warm):
+    rows, _ = _run(tmp_path, warm, "rl.refill_rounds=4")
+    for r in rows:  # dropped_frac also counts kept surplus groups; this counts only the groups with no signal
+        assert r["groups/zero_variance_frac"] == pytest.approx(r["refill/dropped_groups"] / r["refill/prompts_drawn"])
