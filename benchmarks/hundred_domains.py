@@ -41,17 +41,44 @@ SMOKE = ['tasks.domains={"rg-gcd": {"n_train": 6, "n_eval": 2}, "rg-spell_backwa
          "schedule.curriculum.window=4"]
 
 
-def run_arm(arm: str, seed: int, model: str, out: Path, overrides: list[str], budget_s: float | None) -> dict:
+def sibling_before(out: Path, arm: str, seed: int) -> Path | None:
+    """Another arm's eval_before.json for this seed under the same --out, if one was written."""
+    found = [out.parent / f"{a}-seed{seed}" / "eval_before.json" for a in ARMS if a != arm]
+    return next((f for f in found if f.is_file()), None)
+
+
+def summary_with_before(cfg, out: Path, before_file: Path) -> dict:
+    """The run's summary against a reused eval before (`--reuse-before`): copied into the run dir, then
+    compared with the run's own eval after exactly as the recipe compares its two evals."""
+    import shutil
+
+    from posttrain.eval.heldout import HeldoutResult
+    from posttrain.recipes.quickstart import summarize
+
+    shutil.copyfile(before_file, out / "eval_before.json")
+    load = lambda when: HeldoutResult(**{k: v for k, v in json.loads((out / f"eval_{when}.json").read_text()).items()  # noqa: E731
+                                         if k in ("passed", "domain_of", "infra_errors")})
+    s = summarize(load("before"), load("after"), cfg, out)
+    (out / "summary.json").write_text(json.dumps(s, indent=1) + "\n")
+    return s
+
+
+def run_arm(arm: str, seed: int, model: str, out: Path, overrides: list[str], budget_s: float | None,
+            reuse_before: bool = False) -> dict:
     from posttrain.config import load_config
     from posttrain.config_check import check_config
     from posttrain.recipes.quickstart import run_quickstart
     from posttrain.store.run_dir import claim_run_dir
 
-    cfg = load_config(EXAMPLE, [f"model.path={model}", f"seed={seed}", *overrides, *ARMS[arm]])
+    before_file = sibling_before(out, arm, seed) if reuse_before else None
+    skip = ["eval.before=false"] if before_file is not None else []
+    cfg = load_config(EXAMPLE, [f"model.path={model}", f"seed={seed}", *overrides, *ARMS[arm], *skip])
     check_config(cfg)
     claim_run_dir(out, overwrite=True, command="benchmarks/hundred_domains.py")
     t0 = time.perf_counter()
     s = run_quickstart(cfg, out, rl_budget_s=budget_s)
+    if before_file is not None:
+        s = summary_with_before(cfg, out, before_file)
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x.strip()]
     zv = [r["groups/zero_variance_frac"] for r in rows if "groups/zero_variance_frac" in r]
     steps = [r for r in rows if "groups/trained" in r]
@@ -64,7 +91,8 @@ def run_arm(arm: str, seed: int, model: str, out: Path, overrides: list[str], bu
             "trained_groups_mean": sum(r["groups/trained"] for r in steps) / max(1, len(steps)),
             "prompts_per_step": cfg.rl.prompts_per_step,
             "refill_extra_rollouts": sum(r.get("refill/extra_rollouts", 0) for r in steps),
-            "wall_s": round(time.perf_counter() - t0, 1), "run_dir": str(out)}
+            "wall_s": round(time.perf_counter() - t0, 1), "run_dir": str(out),
+            "before_from": str(before_file) if before_file is not None else None}
 
 
 def _verdicts(run_dir: str, when: str) -> dict[str, bool]:
@@ -154,14 +182,22 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "hundred_domains")
     ap.add_argument("--smoke", action="store_true", help="3 domains, 2 RL steps, 2 held-out tasks each, one seed")
     ap.add_argument("--results", type=Path, default=None, help="also write every run's row and the verdicts here (JSON)")
+    ap.add_argument("--merge", action="store_true", help="fold the rows already in --results (other arms or seeds, "
+                    "run earlier; their run dirs must still exist) into the verdicts; a rerun (arm, seed) replaces its row")
+    ap.add_argument("--reuse-before", action="store_true",
+                    help="an arm whose seed already has another arm's eval_before.json under --out reuses it instead "
+                         "of evaluating the same base model again (greedy decoding of the same weights on the same "
+                         "tasks and batches: the same verdicts; saves ~16 minutes a run)")
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. threads=2")
     a = ap.parse_args()
     overrides = [*SMOKE, *a.overrides] if a.smoke else a.overrides
     seeds, budget = ([a.seeds[0]], None) if a.smoke else (a.seeds, a.budget_s)
     rows = []
+    if a.merge and a.results is not None and a.results.is_file():
+        rows = [r for r in json.loads(a.results.read_text())["rows"] if not (r["arm"] in a.arms and r["seed"] in seeds)]
     for seed in seeds:
         for arm in a.arms:
-            row = run_arm(arm, seed, a.model, a.out / f"{arm}-seed{seed}", overrides, budget)
+            row = run_arm(arm, seed, a.model, a.out / f"{arm}-seed{seed}", overrides, budget, a.reuse_before)
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k not in ("domain_p_values", "domain_delta")}), flush=True)
     verdicts = targets(rows)
