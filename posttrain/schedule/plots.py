@@ -4,7 +4,8 @@
 
 Up to five panels over RL steps, each drawn only when it teaches something:
 - sampling weight by domain (dashed: difficulty buckets), only when some weight moves (under
-  the `uniform` policy every weight is a flat line, so the panel is left out);
+  the `uniform` policy every weight is a flat line, so the panel is left out); with more than 12
+  domains, their shares alone, the 12 largest named and the rest faint;
 - observed pass rate by domain, only when it differs from the reward curve of
   reward_curve.png (with binary rewards and no format bonus it is the same series);
 - dropped (zero-variance) groups;
@@ -48,6 +49,21 @@ def _plot_levels(ax, rows: Sequence[dict], keys: list[str], has_mean: bool) -> N
         ax.plot(*series(rows, "sched/difficulty_mean"), lw=2.0, color="black", label="mean over domains")
 
 
+def _plot_many_weights(ax, rows: Sequence[dict], keys: list[str]) -> None:
+    """Domain shares only (buckets left out); the MAX_LEGEND domains with the largest peak share are
+    named, the rest drawn faint grey: with a hundred domains a legend of all would hide the plot."""
+    import matplotlib
+
+    peak = {k: max(series(rows, k)[1]) for k in keys}
+    named = sorted(sorted(keys, key=lambda k: -peak[k])[:MAX_LEGEND])
+    for k in keys:
+        if k not in named:  # first, under the named ones
+            ax.plot(*series(rows, k), lw=0.6, alpha=0.3, color="grey", label="_nolegend_")
+    colours = matplotlib.colormaps["tab20"]  # 12 lines: the default cycle repeats after 10; tab20's dark shades first
+    for j, k in enumerate(named):
+        ax.plot(*series(rows, k), lw=1.3, color=colours(2 * j % 20 + 2 * j // 20), label=k.removeprefix("sched/weight/"))
+
+
 def plot_scheduler(run_dir: str | Path, rows: Sequence[dict]) -> Path | None:
     """Write run_dir/scheduler.png; None when the rows carry no scheduler metrics worth a panel."""
     keys = metric_keys(rows)
@@ -55,7 +71,11 @@ def plot_scheduler(run_dir: str | Path, rows: Sequence[dict]) -> Path | None:
         return None
     panels = []  # (title, draw(ax))
     weights = [k for k in keys if k.startswith("sched/weight/") and varies(series(rows, k)[1])]
-    if weights:
+    domain_weights = [k for k in weights if "/bucket" not in k]
+    if len(domain_weights) > MAX_LEGEND:
+        panels.append((f"share of draws by domain (the {MAX_LEGEND} largest named; faint: "
+                       f"{len(domain_weights) - MAX_LEGEND} more)", lambda ax: _plot_many_weights(ax, rows, domain_weights)))
+    elif weights:
         panels.append(("sampling weight by domain (dashed: difficulty buckets)", lambda ax: [
             ax.plot(*series(rows, k), lw=1, ls="--" if "/bucket" in k else "-", label=k.removeprefix("sched/weight/"))
             for k in weights]))

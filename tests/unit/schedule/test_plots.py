@@ -50,3 +50,17 @@ def test_curriculum_levels_get_a_panel_even_with_a_hundred_domains(monkeypatch, 
     titles = _titles(monkeypatch, rows, tmp_path)
     assert any(t.startswith("curriculum: difficulty level by domain (bold: mean)") for t in titles)
     assert (tmp_path / "scheduler.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_hundred_moving_domain_shares_name_only_the_largest(monkeypatch, tmp_path):
+    import matplotlib.pyplot as plt
+
+    rows = [{"step": s, **{f"sched/weight/rg-d{i}": (1 + (i + 1) * s) / 1000 for i in range(100)},
+             **{f"sched/weight/rg-d{i}/bucket0": (1 + i * s) / 2000 for i in range(100)}} for s in range(10)]
+    legends = []
+    real = plt.Axes.legend
+    monkeypatch.setattr(plt.Axes, "legend", lambda ax, *a, **k: (legends.append(
+        [t for t in ax.get_legend_handles_labels()[1]]), real(ax, *a, **k))[1])
+    titles = _titles(monkeypatch, rows, tmp_path)
+    assert any(t.startswith("share of draws by domain (the 12 largest named; faint: 88 more)") for t in titles)
+    assert sorted(legends[0]) == sorted(f"rg-d{i}" for i in range(88, 100))  # the largest peaks, no buckets
