@@ -2,6 +2,10 @@
 
     .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2                 # the experiment (hours)
     .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2 --smoke         # 3 domains, 2 steps (minutes)
+    # one arm at a time, the second reusing the first's eval before and folding its row into the verdicts:
+    .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2 --seeds 0 --arms curriculum --results R.json
+    .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2 --seeds 0 --arms uniform --results R.json \
+        --merge --reuse-before
 
 Both arms run `examples/hundred_domains.yaml` (91 trained rg-* domains, 10 held out, LoRA) through
 `run_quickstart` with the RL phase cut at the same wall-time budget (`--budget-s`, default 1800 s), on
