@@ -92,7 +92,11 @@ def write_run(path: str | Path, steps: int = 40, groups: int = 16, group_size: i
                # flat but for one ulp of rounding noise: the plot's axis once looped forever on it
                "time/sync_s": 0.05 + (step % 2) * 2 ** -56, "train/kl": 0.001 * step,
                "train/entropy": 1.5 - 0.01 * step, "infra_error_frac": 1 - len(rewards) / len(trajs),
-               "groups/dropped_frac": 0.1, "weights_version": step + 1}
+               "groups/dropped_frac": 0.1, "weights_version": step + 1,
+               # shares that move (schedule.domain_shares: signal): the first domain takes the draws
+               **{f"sched/weight/{dom}": (0.5 + 0.4 * step / max(1, steps - 1) if i == 0 else
+                                          (0.5 - 0.4 * step / max(1, steps - 1)) / (len(DOMAINS) - 1))
+                  for i, dom in enumerate(DOMAINS)}}
         if step % 5 == 4:
             skill = 0.15 + 0.6 * step / max(1, steps - 1)
             held = 0.2 if pattern == "heldout_flat" else skill

@@ -46,7 +46,7 @@ def test_loads_a_run_with_its_curve_panels(session):
     print(f"\nview first load (10,240 trajectories): {ms:.0f} ms")
     (session["shots"] / "timings.json").write_text(json.dumps({"first_load_ms": ms}))
     assert any(t.startswith("training reward per domain") for t in titles)
-    assert {"KL and entropy", "step time by phase", "held-out pass@1 per domain"} <= set(titles)
+    assert {"KL and entropy", "step time by phase", "held-out pass@1 per domain", "share of draws by domain"} <= set(titles)
     assert len(titles) == len(set(titles))  # no duplicated panel
     assert session["errors"] == []
 

@@ -23,10 +23,12 @@ const PANELS = [
   ["KL and entropy", "nats", k => /^train\/(kl|entropy)/.test(k)],
   ["step time by phase", "seconds", k => /^time\/.*_s$/.test(k)],
   ["sandbox and verifier throughput", "per second", k => /throughput|sandbox\/.*per_s|execs_per_s/.test(k)],
-  ["infra-error and dropped-group rates", "fraction", k => ["infra_error_frac", "groups/dropped_frac", "format_fail_frac"].includes(k)],
+  ["infra-error and dropped-group rates", "fraction", k => ["infra_error_frac", "groups/dropped_frac", "groups/zero_variance_frac", "format_fail_frac"].includes(k)],
   ["staleness and logprob mismatch", "", k => /staleness|logprob_mismatch/.test(k)],
   ["training loss and grad norm", "", k => /^train\/(loss|grad_norm)$/.test(k)],
   ["reward-hacking detector scores", "score", k => /^detect\/.*\/score$/.test(k)],
+  // only the shares that move (schedule.domain_shares: signal, or a task policy): a fixed mixture is flat lines
+  ["share of draws by domain", "share", k => /^sched\/weight\/[^/]+$/.test(k), {movingOnly: true}],
   ["curriculum: difficulty level per domain", "level", k => k.startsWith("sched/difficulty")],
   ["curriculum: pass rate at each domain's level (the band's edges move it)", "pass rate", k => k.startsWith("sched/level_pass/")],
 ];
@@ -60,13 +62,14 @@ function drawCurves(container, entries) {
     if (!lineChart(p, spec)) el.removeChild(p);
   };
   add({title: `training reward per domain (EMA ${w}, 95% band)`, ylabel: "mean reward", series: entries.flatMap(e => rewardPanel(e.curves, e.tag, e.dash, w))});
-  for (const [title, ylabel, pred] of PANELS) {
+  for (const [title, ylabel, pred, opts] of PANELS) {
     const series = [];
     for (const e of entries) {
       const rows = e.curves.metrics.concat(e.curves.derived || []);
       const keys = [...new Set(rows.flatMap(r => Object.keys(r)))].filter(pred).sort();
       for (const k of keys) {
         const s = metricSeries(rows, k);
+        if (opts && opts.movingOnly && Math.min(...s.y) === Math.max(...s.y)) continue;
         const smooth = !k.startsWith("eval/") && !k.startsWith("sched/difficulty");  // levels are steps, not noise
         series.push({label: k + e.tag, base: k, x: s.x, y: smooth ? ema(s.y, w) : s.y, raw: smooth ? s.y : null, dash: e.dash});
       }
