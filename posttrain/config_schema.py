@@ -179,6 +179,9 @@ class CurriculumConfig(Section):
     start: float | None = None  # the level each domain starts at (None: the lowest)
     domains: list[str] | None = None  # the domains that follow it (None: every trained domain)
     exclude: list[str] = []  # trained domains that keep their fixed difficulty (e.g. a generator without levels)
+    # false: the levels' tasks are pooled as above but every level is drawn from, nothing moves (a baseline
+    # with the same training tasks as a steered run, e.g. benchmarks/hundred_domains.py's uniform arm)
+    steer: bool = True
 
 
 class ScheduleConfig(Component):

@@ -53,7 +53,7 @@ def departures(cfg: Any, has_file_tasks: bool = False) -> list[tuple[str, str, s
     if cfg.schedule.domain_shares != "mixture":
         out.append((f"schedule.domain_shares={cfg.schedule.domain_shares}", "each domain's share of a step follows the "
                     "rate at which its groups carried reward variance, not its mixture weight", "schedule.domain_shares=mixture"))
-    if cfg.schedule.curriculum is not None:
+    if cfg.schedule.curriculum is not None and cfg.schedule.curriculum.steer:
         out.append(("schedule.curriculum", "each domain is drawn at one difficulty level that follows its pass rate",
                     "schedule.curriculum=null"))
     if has_file_tasks and cfg.tasks.answer_format is None:

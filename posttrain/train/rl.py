@@ -110,6 +110,16 @@ def _with_update_precision(cfg: RunConfig, engine: Any) -> RunConfig:
     return cfg.model_copy(update={"trainer": tcfg})
 
 
+def make_scheduler(cfg: RunConfig, train_tasks: Sequence[Task]) -> Scheduler:
+    """The run's scheduler over its training tasks, from `schedule` and the domains' mixture weights."""
+    mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in train_tasks)}
+    cur = cfg.schedule.curriculum  # its levels shaped the task pool (tasks/splits.py); the rest steers draws
+    steer = cur is not None and cur.steer  # steer=false: the pooled levels are drawn from alike, nothing moves
+    return Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.name, seed=cfg.seed,
+                     curriculum=cur.model_dump(exclude={"levels", "steer"}) if steer else None,
+                     domain_shares=cfg.schedule.domain_shares, **cfg.schedule.args)
+
+
 def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks: Sequence[Task],
                 eval_tasks: Sequence[Task], sandbox: Any, resume: bool = False,
                 engine_factory: EngineFactory | None = None, runner: VerifierRunner | None = None,
@@ -120,11 +130,7 @@ def build_state(cfg: RunConfig, run_dir: Path, model: Any, tok: Any, train_tasks
     over `sandbox`). `trainer_factory`: default_trainer (sharded on rank 0 of N ranks, else local). `agent_proxy`:
     what serves the engine to agent.external's process (the recipe passes serve/proxy_host.py's)."""
     torch.manual_seed(cfg.seed)
-    mixture = {d: c.weight for d, c in cfg.tasks.domains.items() if any(t.domain == d for t in train_tasks)}
-    cur = cfg.schedule.curriculum  # its levels shaped the task pool (tasks/splits.py); the rest steers draws
-    sched = Scheduler(list(train_tasks), mixture or None, policy=cfg.schedule.name, seed=cfg.seed,
-                      curriculum=None if cur is None else cur.model_dump(exclude={"levels"}),
-                      domain_shares=cfg.schedule.domain_shares, **cfg.schedule.args)
+    sched = make_scheduler(cfg, train_tasks)
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt is not None and cfg.trainer.lora is None:  # with LoRA the caller's model is the (unchanged) base
         from posttrain.models import load_policy

@@ -56,3 +56,7 @@ def test_the_scheduler_s_domain_shares_and_curriculum_are_departures_with_their_
     assert key not in keys(on, off)
     (line,) = [x for x in departure_lines(load_config(None, [on])) if key in x]
     assert f"off: {off}" in line
+
+
+def test_an_unsteered_curriculum_is_no_departure():
+    assert "schedule.curriculum" not in keys("schedule.curriculum={levels: [1, 2], steer: false}")

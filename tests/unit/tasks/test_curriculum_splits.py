@@ -9,7 +9,6 @@ from posttrain.config import load_config
 from posttrain.config_check import check_config, check_rl_splits
 from posttrain.errors import ConfigError
 from posttrain.registry import build
-from posttrain.schedule import Scheduler
 from posttrain.tasks.base import generate_split
 from posttrain.tasks.splits import make_splits
 
@@ -75,9 +74,10 @@ def test_a_domain_the_curriculum_excludes_keeps_its_ids():
 
 
 def test_the_scheduler_follows_the_configured_levels_of_a_pooled_domain():
+    from posttrain.train.rl import make_scheduler
+
     cfg = _cfg("arithmetic", [0.0, 1.0, 2.0])
-    cur = cfg.schedule.curriculum.model_dump(exclude={"levels"})
-    sched = Scheduler(make_splits(cfg).train, None, policy="uniform", seed=0, curriculum=cur)
+    sched = make_scheduler(cfg, make_splits(cfg).train)
     assert sched.curriculum.levels == {"arithmetic": [0.0, 1.0, 2.0]}
     assert {t.difficulty for t in sched.next_batch(6)} == {0.0}  # drawn at the start level only
 
@@ -93,3 +93,16 @@ def test_a_plain_config_built_after_a_curriculum_one_gets_its_own_splits():
     plain = ["seed=0", "tasks.domains={arithmetic: {n_train: 24, n_eval: 8}}"]
     make_splits(_cfg("arithmetic", [0.0, 1.0, 2.0]))  # the last build is memoised: its key must hold the curriculum
     assert not any("@" in t.id for t in make_splits(load_config(None, plain)).train)
+
+
+def test_an_unsteered_curriculum_pools_the_same_tasks_and_draws_from_every_level():
+    from posttrain.train.rl import make_scheduler
+
+    steered, pooled = _cfg("arithmetic", CASES["arithmetic"]), _cfg("arithmetic", CASES["arithmetic"],
+                                                                    "schedule.curriculum.steer=false")
+    train = make_splits(pooled).train
+    assert [t.id for t in train] == [t.id for t in make_splits(steered).train]  # the same training tasks
+    assert make_scheduler(steered, train).curriculum is not None
+    sched = make_scheduler(pooled, train)
+    assert sched.curriculum is None
+    assert {t.difficulty for t in sched.next_batch(24)} == set(CASES["arithmetic"])
