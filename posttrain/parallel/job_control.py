@@ -21,7 +21,10 @@ if the pause outlasted `trainer.timeout_s`; `pause_note` lets the launcher say s
 
 A launcher killed while suspended (`kill -9 %1`) leaves no stopped ranks: their parent-death
 SIGTERM waits for a SIGCONT, which the kernel sends (with SIGHUP) to a process group orphaned with
-stopped members. Not here: torchrun starts each rank in a session of its own (Ctrl-Z stops torchrun
+stopped members. The kernel counts a process as stopped only once every one of its threads has
+stopped, and it looks once, as the launcher exits: so the launcher stops itself only after each
+rank's threads have all stopped (`_await_stopped`); else a rank whose gloo thread was still running
+when the launcher was killed stayed stopped for good, its SIGTERM pending. Not here: torchrun starts each rank in a session of its own (Ctrl-Z stops torchrun
 alone); with `trainer.launcher=ray` the command's process is rank 0 and Ctrl-Z stops it alone.
 """
 
@@ -35,6 +38,32 @@ from typing import Any, Sequence
 
 
 NOTE_WITHIN_S = 60.0  # a collective that timed out during the pause fails within seconds of `fg`
+STOP_WITHIN_S = 5.0  # a thread in an uninterruptible call (disk I/O) stops when it returns; not waited for longer
+
+
+def _threads_stopped(pid: int) -> bool:
+    """Every thread of `pid` stopped (T), or the process ended (Z, X, gone): only then does the kernel
+    count it a stopped job. /proc/PID/task/TID/stat's state field follows the name's closing ')'."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True  # gone (or no /proc: nothing to wait on)
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread ended while we looked
+        if state not in "TtZX":
+            return False
+    return True
+
+
+def _await_stopped(pids: Sequence[int], within_s: float = STOP_WITHIN_S) -> None:
+    """Wait (at most `within_s`) until every thread of each of `pids` has stopped."""
+    deadline = time.monotonic() + within_s
+    while not all(_threads_stopped(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 class JobControl:
@@ -64,6 +93,9 @@ class JobControl:
 
     def _on_tstp(self, signum: int, frame: Any) -> None:
         self._signal_ranks(signal.SIGSTOP)
+        # Stopped in full before we are: `kill -9` on the job, once the shell says "Stopped", must find
+        # ranks the kernel counts as stopped (module docstring).
+        _await_stopped([p.pid for p in list(self.procs) if p.returncode is None])
         t0 = time.monotonic()
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)
         try:

@@ -84,13 +84,25 @@ def _job(cmd: list[str], tmp_path: Path):
             launcher.wait()
 
 
+def _thread_states(pid: int) -> str:
+    """The states of every thread of `pid` ('' once it is gone)."""
+    states = []
+    for t in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            states.append((t / "stat").read_text().rsplit(")", 1)[1].split()[0])
+    return "".join(sorted(states))
+
+
 def _suspend(launcher: subprocess.Popen, n: int) -> list[int]:
-    """Ctrl-Z; returns the ranks once the launcher and all `n` of them are stopped (state T)."""
+    """Ctrl-Z; returns the ranks once the launcher and all `n` of them are stopped (state T). The
+    launcher stops last: once it shows T, every thread of every rank has stopped already (the kernel
+    counts a process stopped only then, and `kill -9` on the job relies on it)."""
     ranks = launcher.ranks = _ranks(launcher.pid)
     assert len(ranks) == n, ranks
     os.killpg(launcher.pid, signal.SIGTSTP)
-    _until(lambda: all(_state(p) == "T" for p in [launcher.pid, *ranks]), 10,
-           lambda: f"not all stopped: {[(p, _state(p)) for p in [launcher.pid, *ranks]]}")
+    _until(lambda: _state(launcher.pid) == "T", 10, lambda: f"the launcher did not stop: {_state(launcher.pid)}")
+    threads = {p: _thread_states(p) for p in ranks}
+    assert all(set(s) == {"T"} for s in threads.values()), f"the launcher stopped before its ranks: {threads}"
     return ranks
 
 
