@@ -68,8 +68,9 @@ class SignalShares:
 
     def allocate(self, n: int, mixture: Sequence[float], rng: np.random.Generator) -> list[int]:
         """[D] prompts per domain for a draw of n: one Thompson draw per prompt slot."""
-        return np.bincount(self._winners(n, mixture, rng), minlength=len(self.signal)).tolist() if n > 0 else \
-            [0] * len(self.signal)
+        if n <= 0:
+            return [0] * len(self.signal)
+        return np.bincount(self._winners(n, mixture, rng), minlength=len(self.signal)).tolist()
 
     def win_probability(self, mixture: Sequence[float]) -> list[float]:
         """[D] the expected share of a draw per domain (MC over MC_SAMPLES draws, seeded by the counts alone)."""
