@@ -64,11 +64,21 @@ def main() -> int:
 
         if kind in ("die", "hang") and rank == 1:  # mid-training: killed, or frozen (no exit, no heartbeat)
             import signal
-            import threading
 
-            sig = signal.SIGKILL if kind == "die" else signal.SIGSTOP
-            threading.Timer(float(os.environ.get("POSTTRAIN_TEST_FAULT_AFTER_S", "3")),
-                            lambda: os.kill(os.getpid(), sig)).start()
+            import posttrain.train.sharded.steps  # noqa: F401  (registers "supervised_step")
+            from posttrain.parallel.group import HANDLERS
+
+            # As its third step starts (two done, rank 0 inside the step's collectives): on progress, not
+            # on a clock, so a loaded machine cannot move the fault before training or after its end.
+            step, calls = HANDLERS["supervised_step"], []
+
+            def faulty_step(ctx, payload):
+                calls.append(1)
+                if len(calls) == 3:
+                    os.kill(os.getpid(), signal.SIGKILL if kind == "die" else signal.SIGSTOP)
+                return step(ctx, payload)
+
+            HANDLERS["supervised_step"] = faulty_step
         follow_and_exit(rank, world, float(os.environ.get("POSTTRAIN_TIMEOUT_S", "60")))
 
     from posttrain.config import OptimConfig, SFTConfig, TrainerConfig

@@ -12,7 +12,7 @@ def job(tmp_path, kind, timeout_s):
     from posttrain.parallel.launch import run_ranks
 
     return run_ranks([sys.executable, str(HERE / "rank_job.py"), str(tmp_path / "out.pt"), kind], 2, timeout_s,
-                     env={"OMP_NUM_THREADS": "1", "POSTTRAIN_TEST_FAULT_AFTER_S": "8"})
+                     env={"OMP_NUM_THREADS": "1"})
 
 
 @pytest.mark.slow
