@@ -7,7 +7,8 @@ Up to five panels over RL steps, each drawn only when it teaches something:
   the `uniform` policy every weight is a flat line, so the panel is left out); with more than 12
   domains, their shares alone, the 12 largest named and the rest faint;
 - observed pass rate by domain, only when it differs from the reward curve of
-  reward_curve.png (with binary rewards and no format bonus it is the same series);
+  reward_curve.png (with binary rewards and no format bonus it is the same series); with more than
+  12 domains, the 12 that moved most named and smoothed, the rest faint;
 - dropped (zero-variance) groups;
 - difficulty level per domain, when a curriculum ran (`sched/difficulty/<domain>`; with more than
   12 domains the lines are faint and unlabelled, with their mean in bold);
@@ -49,19 +50,36 @@ def _plot_levels(ax, rows: Sequence[dict], keys: list[str], has_mean: bool) -> N
         ax.plot(*series(rows, "sched/difficulty_mean"), lw=2.0, color="black", label="mean over domains")
 
 
+def _named_colour(j: int):
+    """The j-th of up to MAX_LEGEND named lines: the default cycle repeats after 10; tab20's dark shades first."""
+    import matplotlib
+
+    return matplotlib.colormaps["tab20"](2 * j % 20 + 2 * j // 20)
+
+
 def _plot_many_weights(ax, rows: Sequence[dict], keys: list[str]) -> None:
     """Domain shares only (buckets left out); the MAX_LEGEND domains with the largest peak share are
     named, the rest drawn faint grey: with a hundred domains a legend of all would hide the plot."""
-    import matplotlib
-
     peak = {k: max(series(rows, k)[1]) for k in keys}
     named = sorted(sorted(keys, key=lambda k: -peak[k])[:MAX_LEGEND])
     for k in keys:
         if k not in named:  # first, under the named ones
             ax.plot(*series(rows, k), lw=0.6, alpha=0.3, color="grey", label="_nolegend_")
-    colours = matplotlib.colormaps["tab20"]  # 12 lines: the default cycle repeats after 10; tab20's dark shades first
     for j, k in enumerate(named):
-        ax.plot(*series(rows, k), lw=1.3, color=colours(2 * j % 20 + 2 * j // 20), label=k.removeprefix("sched/weight/"))
+        ax.plot(*series(rows, k), lw=1.3, color=_named_colour(j), label=k.removeprefix("sched/weight/"))
+
+
+def _plot_many_rates(ax, rows: Sequence[dict], keys: list[str]) -> None:
+    """Pass rates of more than MAX_LEGEND domains: the MAX_LEGEND that moved most (max - min) named and
+    smoothed, the rest a faint grey raw line (a hundred smoothed lines with their raw shadows are a wash,
+    and most sit at 0 throughout)."""
+    spread = {k: max(ys) - min(ys) for k in keys for ys in [series(rows, k)[1]]}
+    named = sorted(sorted(keys, key=lambda k: (-spread[k], k))[:MAX_LEGEND])
+    for k in keys:
+        if k not in named:  # first, under the named ones
+            ax.plot(*series(rows, k), lw=0.6, alpha=0.25, color="grey", label="_nolegend_")
+    for j, k in enumerate(named):
+        _plot_smoothed(ax, *series(rows, k), k.removeprefix("sched/pass_rate/"), color=_named_colour(j))
 
 
 def plot_scheduler(run_dir: str | Path, rows: Sequence[dict]) -> Path | None:
@@ -80,7 +98,10 @@ def plot_scheduler(run_dir: str | Path, rows: Sequence[dict]) -> Path | None:
             ax.plot(*series(rows, k), lw=1, ls="--" if "/bucket" in k else "-", label=k.removeprefix("sched/weight/"))
             for k in weights]))
     rates = [k for k in keys if k.startswith("sched/pass_rate/") and not _same_as_reward(rows, k.rsplit("/", 1)[1])]
-    if rates:
+    if len(rates) > MAX_LEGEND:
+        panels.append((f"observed pass rate by domain (EMA {SMOOTH}; the {MAX_LEGEND} that moved most named; faint: "
+                       f"{len(rates) - MAX_LEGEND} more)", lambda ax: _plot_many_rates(ax, rows, rates)))
+    elif rates:
         panels.append((f"observed pass rate by domain (EMA {SMOOTH})", lambda ax: [
             _plot_smoothed(ax, *series(rows, k), k.removeprefix("sched/pass_rate/")) for k in rates]))
     drops = [(k, lab) for k, lab in (("sched/dropped_frac", "this step"), ("sched/dropped_frac_total", "cumulative"),

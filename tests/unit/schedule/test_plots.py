@@ -64,3 +64,17 @@ def test_a_hundred_moving_domain_shares_name_only_the_largest(monkeypatch, tmp_p
     titles = _titles(monkeypatch, rows, tmp_path)
     assert any(t.startswith("share of draws by domain (the 12 largest named; faint: 88 more)") for t in titles)
     assert sorted(legends[0]) == sorted(f"rg-d{i}" for i in range(88, 100))  # the largest peaks, no buckets
+
+
+def test_a_hundred_domains_pass_rates_name_only_those_that_moved_most(monkeypatch, tmp_path):
+    import matplotlib.pyplot as plt
+
+    rows = [{"step": s, **{f"sched/pass_rate/rg-d{i}": min(1.0, i * s / 900) for i in range(100)},
+             **{f"reward/rg-d{i}": 0.5 for i in range(100)}} for s in range(10)]  # not the reward curve
+    legends = []
+    real = plt.Axes.legend
+    monkeypatch.setattr(plt.Axes, "legend", lambda ax, *a, **k: (legends.append(
+        [t for t in ax.get_legend_handles_labels()[1]]), real(ax, *a, **k))[1])
+    titles = _titles(monkeypatch, rows, tmp_path)
+    assert any("the 12 that moved most named; faint: 88 more" in t for t in titles)
+    assert sorted(legends[0]) == sorted(f"rg-d{i}" for i in range(88, 100))  # the widest ranges
