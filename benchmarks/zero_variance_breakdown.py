@@ -61,8 +61,8 @@ def main() -> None:
     e = [s for d, v in by.items() if d in edge for s in v]
     r = [s for d, v in by.items() if d not in edge for s in v]
     rate = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
-    print(f"edge ({len(edge)} domains, >= {a.min_groups} groups, signal >= {a.edge_rate}): {len(e) / n:.3f} of the draws, "
-          f"signal {rate(e):.3f} (their own zero-variance {1 - rate(e):.3f}: the floor of any split across domains)")
+    print(f"edge ({len(edge)} domains, >= {a.min_groups} groups, signal >= {a.edge_rate}): "
+          f"{len(e) / n:.3f} of the draws, signal {rate(e):.3f} (their own zero-variance {1 - rate(e):.3f}: the floor of any split across domains)")
     print(f"the other {len(by) - len(edge)}: {len(r) / n:.3f} of the draws, signal {rate(r):.3f}")
     print(f"replay: .venv/bin/python benchmarks/domain_shares_sim.py --domains {len(by)} --edge {len(edge)} "
           f"--edge-signal {rate(e):.2f} --dead-signal {rate(r):.2f} --n {round(n / steps)} --steps {steps}")

@@ -24,8 +24,10 @@ SIGTERM waits for a SIGCONT, which the kernel sends (with SIGHUP) to a process g
 stopped members. The kernel counts a process as stopped only once every one of its threads has
 stopped, and it looks once, as the launcher exits: so the launcher stops itself only after each
 rank's threads have all stopped (`_await_stopped`); else a rank whose gloo thread was still running
-when the launcher was killed stayed stopped for good, its SIGTERM pending. Not here: torchrun starts each rank in a session of its own (Ctrl-Z stops torchrun
-alone); with `trainer.launcher=ray` the command's process is rank 0 and Ctrl-Z stops it alone.
+when the launcher was killed stayed stopped for good, its SIGTERM pending.
+
+Not here: torchrun starts each rank in a session of its own (Ctrl-Z stops torchrun alone); with
+`trainer.launcher=ray` the command's process is rank 0 and Ctrl-Z stops it alone.
 """
 
 from __future__ import annotations

@@ -99,8 +99,8 @@ def plot_scheduler(run_dir: str | Path, rows: Sequence[dict]) -> Path | None:
             for k in weights]))
     rates = [k for k in keys if k.startswith("sched/pass_rate/") and not _same_as_reward(rows, k.rsplit("/", 1)[1])]
     if len(rates) > MAX_LEGEND:
-        panels.append((f"observed pass rate by domain (EMA {SMOOTH}; the {MAX_LEGEND} that moved most named; faint: "
-                       f"{len(rates) - MAX_LEGEND} more)", lambda ax: _plot_many_rates(ax, rows, rates)))
+        panels.append((f"observed pass rate by domain (EMA {SMOOTH}; the {MAX_LEGEND} that moved most named; "
+                       f"faint: {len(rates) - MAX_LEGEND} more)", lambda ax: _plot_many_rates(ax, rows, rates)))
     elif rates:
         panels.append((f"observed pass rate by domain (EMA {SMOOTH})", lambda ax: [
             _plot_smoothed(ax, *series(rows, k), k.removeprefix("sched/pass_rate/")) for k in rates]))

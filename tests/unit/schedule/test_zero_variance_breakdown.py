@@ -14,8 +14,9 @@ from benchmarks.zero_variance_breakdown import groups_by_domain  # noqa: E402
 
 
 def _run(tmp_path: Path) -> Path:
+    # (step, group, domain, rewards): a group the refill dropped is stored like a trained one
     groups = [(0, 0, "rg-a", [1.0, 0.0]), (0, 1, "rg-b", [0.0, 0.0]), (1, 0, "rg-a", [1.0, 1.0]),
-              (1, 1, "rg-a", [0.0, 1.0])]  # (step, group, domain, rewards): a dropped group is stored like a trained one
+              (1, 1, "rg-a", [0.0, 1.0])]
     store = TrajectoryStore(tmp_path / "trajectories.sqlite")
     store.put_many([Trajectory(f"t{s}{g}", "1", d, (), (), reward=r, step=s, group=g, sample=k)
                     for s, g, d, rs in groups for k, r in enumerate(rs)])
