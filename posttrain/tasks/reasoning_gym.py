@@ -44,7 +44,7 @@ import math
 import random
 import re
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from posttrain.errors import ConfigError
 from posttrain.registry import domain, registry
@@ -78,11 +78,25 @@ EXCLUDED: dict[str, str] = {
     "boxnet": "no reference answer: nothing shows an honest answer scores 1 (the oracle check needs one)",
     "rush_hour": "no reference answer (only the minimum move count): the oracle check needs one",
     "sokoban": "its easiest level (6x6 boards) is made by rejection sampling: 1-20 s an item on 2 cores, minutes per pool",
+    "propositional_logic": "any valid conclusion that is not a tautology scores 1, so one weakening scores most tasks: "
+                           "\"(Q ∨ P)\" passed 12 of 12 level-1 tasks and one answer 9-11 of 12 at every level "
+                           "(a constant policy paid in full)",
 }
 # Generators whose `score_answer` is wrong as shipped: the wrapper compares with the reference instead.
 EXACT: dict[str, str] = {
     "game_of_life_halting": "score_answer tests bool(answer), so every non-empty answer (\"False True\") scores 1",
 }
+# What a generator's checker leaves out and the wrapper checks on the answer and the item: (answer, item) ->
+# why the answer cannot be honest ("" if it may be). puzzle24's score_answer checks only that four numbers in
+# range make 24, never that they are the task's: "2*(3*3 + 3)" passed every puzzle24 task (found by
+# benchmarks/constant_answers.py: the best constant answer of the domain, 10 of 10 held-out tasks).
+def _puzzle24_numbers(answer: str, item: dict) -> str:
+    used = sorted(int(n) for n in re.findall(r"\d+", answer))
+    given = sorted(int(n) for n in item["metadata"]["numbers"])
+    return "" if used == given else f"the expression uses {used}; the task gives {given}, each to be used once"
+
+
+ITEM_RULES: dict[str, Callable[[str, dict], str]] = {"puzzle24": _puzzle24_numbers}
 # Answer forms a generator's checker needs before it may run (a hostile answer can blow it up otherwise).
 ANSWER_FORM: dict[str, str] = {
     "rubiks_cube": r"[UDLRFBudlrfbMESxyz' ]+",  # Singmaster moves; score_answer expands "U9999999999" and fills memory
@@ -92,8 +106,7 @@ ANSWER_FORM: dict[str, str] = {
 # 32,700 characters, at level 3).
 TOP_LEVEL: dict[str, float] = {"jugs": 2.0, "n_queens": 4.0, "zebra_puzzles": 2.0, "tower_of_hanoi": 2.0}
 # Where the reference answer is not `entry["answer"]` (None there): a metadata field holding one.
-ORACLE_FIELD = {"graph_color": "possible_answer", "propositional_logic": "example_answer",
-                "rubiks_cube": "example_correct_answer"}
+ORACLE_FIELD = {"graph_color": "possible_answer", "rubiks_cube": "example_correct_answer"}
 LONG_ANSWER = 1500  # reference answers longer than this (40x40 grids) get the "long" rule's 32,000 characters
 RESERVED = ("seed", "size")  # the config fields posttrain sets itself
 LINE = "Give only the final answer, with no explanation."

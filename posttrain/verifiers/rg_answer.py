@@ -17,7 +17,8 @@ loosely. The wrapper therefore:
    reference twice), one with a list separator (" or ", ";", a newline, "|") the reference lacks,
    one with `**` or `^` the reference lacks (an exponent tower would hang a checker that evaluates
    it), and one not of its generator's `ANSWER_FORM` (rubiks_cube: move letters only; the package
-   expands "U999999999" into a billion moves);
+   expands "U999999999" into a billion moves), and one that breaks its generator's `ITEM_RULES` rule
+   on the item (puzzle24: the expression must use exactly the task's four numbers);
    for a generator in `EXACT` (its checker is broken) the answer must equal the reference, normalised;
 3. runs `score_answer` in a worker thread with a time limit (a crash or overrun is a fail: the
    answer did it) and passes only a full score of 1.0: the reward is binary, partial credit is
@@ -103,7 +104,8 @@ class RGAnswer:
             return VerifyResult.fail(why)
         if not answer:
             return VerifyResult.fail("empty answer")
-        why = form_violation(self.generator, answer, ref)
+        rule = rg.ITEM_RULES.get(self.generator)
+        why = form_violation(self.generator, answer, ref) or (rule(answer, item) if rule else "")
         if why:
             return VerifyResult.fail(why, got=answer[:80])
         if self.generator in rg.EXACT:  # the package's checker is broken for this generator: exact match instead

@@ -65,3 +65,31 @@ def test_partial_credit_is_not_paid():
     first = rows[0].split()
     first[0], first[1] = first[1], first[0]  # two cells swapped: reasoning-gym pays part of it
     assert _score(task, "\n".join([" ".join(first), *rows[1:]])) == 0.0
+
+
+def test_a_puzzle24_expression_passes_only_on_the_numbers_it_was_given():
+    """puzzle24's score_answer never reads the task's numbers: one expression making 24 passed every task
+    (benchmarks/constant_answers.py). Each task's oracle, tried on the others, passes only where the numbers
+    are the same four."""
+    import re
+
+    tasks = build("rg-puzzle24", kind="domain").generate(12, 1, 1.0)
+    given = {t.id: re.search(r"Make 24 using ([\d, ]+)\.", t.prompt[0].content).group(1) for t in tasks}
+    numbers = {i: sorted(g.split(", ")) for i, g in given.items()}
+    for t in tasks:
+        for other in tasks:
+            expected = 1.0 if sorted(re.findall(r"\d+", other.oracle)) == numbers[t.id] else 0.0
+            assert _score(t, other.oracle) == expected, (t.id, other.oracle, numbers[t.id])
+    assert sum(_score(t, "2*(3*3 + 3)") for t in tasks) <= sum(numbers[t.id] == ["2", "3", "3", "3"] for t in tasks)
+
+
+def test_a_puzzle24_answer_with_foreign_numbers_is_named_before_the_checker():
+    import re
+
+    from posttrain.verifiers.soundness.check import score_once
+
+    task = build("rg-puzzle24", kind="domain").generate(1, 3, 1.0)[0]
+    digits = lambda e: sorted(re.findall(r"\d+", e))  # noqa: E731
+    foreign = next(e for e in ("1*2*3*4", "2*(3*3 + 3)", "4*(1 + 4 + 1)") if digits(e) != digits(task.oracle))
+    r = asyncio.run(score_once(task, foreign, None))  # 24, from four numbers in range, not the task's
+    assert r.score == 0.0 and "each to be used once" in r.reason
