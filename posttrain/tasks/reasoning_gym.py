@@ -106,7 +106,8 @@ ANSWER_FORM: dict[str, str] = {
 # 32,700 characters, at level 3).
 TOP_LEVEL: dict[str, float] = {"jugs": 2.0, "n_queens": 4.0, "zebra_puzzles": 2.0, "tower_of_hanoi": 2.0}
 # Where the reference answer is not `entry["answer"]` (None there): a metadata field holding one.
-ORACLE_FIELD = {"graph_color": "possible_answer", "rubiks_cube": "example_correct_answer"}
+ORACLE_FIELD = {"graph_color": "possible_answer", "propositional_logic": "example_answer",  # (excluded: for --all-generators)
+                "rubiks_cube": "example_correct_answer"}
 LONG_ANSWER = 1500  # reference answers longer than this (40x40 grids) get the "long" rule's 32,000 characters
 RESERVED = ("seed", "size")  # the config fields posttrain sets itself
 LINE = "Give only the final answer, with no explanation."
