@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterable
 
 from posttrain.errors import ConfigError
 from posttrain.registry import domain, registry
+from posttrain.tasks.deadline import within
 from posttrain.types import Limits, Message, Spec, Task
 
 PREFIX = "rg-"
@@ -198,6 +199,7 @@ def _validate(cfg: Any) -> None:
 
 
 RETRY_SEEDS = 8  # seeds tried for an item a generator fails to make (ReasoningGymDomain._made)
+ITEM_LIMIT_S = 30.0  # an item not made by then counts as failed (tasks/deadline.py); knight_swap's take ~5 s
 
 
 def rg_seed(name: str, seed: int, level: float) -> int:
@@ -262,11 +264,13 @@ class ReasoningGymDomain:
 
     def _made(self, level: float, args_json: str, seed: int, size: int, index: int) -> Task:
         """Item `index`; where the generator fails to make it (tsumego's "Failed to generate a capture
-        problem" on some seeds), the same index of the next seeds, up to RETRY_SEEDS: the task's spec
-        names the seed that made it, so the verifier regenerates the same item."""
+        problem" on some seeds) or is still at it after ITEM_LIMIT_S (number_sequence on some seeds), the
+        same index of the next seeds, up to RETRY_SEEDS: the task's spec names the seed that made it, so
+        the verifier regenerates the same item."""
         for s in range(seed, seed + RETRY_SEEDS):
             try:
-                made = item(self.generator, level, args_json, s, size, index)
+                with within(ITEM_LIMIT_S):  # number_sequence's squares grow without end on some seeds
+                    made = item(self.generator, level, args_json, s, size, index)
             except ConfigError:
                 raise
             except Exception as e:  # noqa: BLE001  the generator's own failure to make this item
