@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2                 # the experiment (hours)
     .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2 --smoke         # 3 domains, 2 steps (minutes)
+    .venv/bin/python benchmarks/hundred_domains.py --tasks-only --seeds 1 2   # each seed's tasks can be made (minutes)
     # one arm at a time, the second reusing the first's eval before and folding its row into the verdicts:
     .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2 --seeds 0 --arms curriculum --results R.json
     .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2 --seeds 0 --arms uniform --results R.json \
@@ -103,6 +104,22 @@ def run_arm(arm: str, seed: int, model: str, out: Path, overrides: list[str], bu
             "before_from": str(before_file) if before_file is not None else None}
 
 
+def tasks_only(seed: int, overrides: list[str]) -> str:
+    """Build one seed's splits as a run would (no model): counts, wall time, and the items a generator did not
+    make on its own seed (a failure, or past reasoning_gym.ITEM_LIMIT_S) and made on a later one."""
+    from posttrain.config import load_config
+    from posttrain.tasks.reasoning_gym import rg_seed
+    from posttrain.tasks.splits import make_splits
+
+    t0 = time.perf_counter()
+    sp = make_splits(load_config(EXAMPLE, [f"seed={seed}", *overrides]))
+    moved = sorted(f"{t.domain} level {t.difficulty:g} item {t.verifier.args['index']}"
+                   for t in [*sp.train, *sp.held_out] if t.verifier.name == "rg_answer"
+                   and int(t.verifier.args["seed"]) != rg_seed(t.verifier.args["generator"], seed, t.difficulty))
+    return (f"seed {seed}: {len(sp.train)} training and {len(sp.held_out)} held-out tasks in "
+            f"{time.perf_counter() - t0:.0f} s; made on a later seed: {len(moved)} ({'; '.join(moved) or 'none'})")
+
+
 def _verdicts(run_dir: str, when: str) -> dict[str, bool]:
     return json.loads((Path(run_dir) / f"eval_{when}.json").read_text())["passed"]
 
@@ -196,9 +213,15 @@ def main() -> None:
                     help="an arm whose seed already has another arm's eval_before.json under --out reuses it instead "
                          "of evaluating the same base model again (greedy decoding of the same weights on the same "
                          "tasks and batches: the same verdicts; saves ~16 minutes a run)")
+    ap.add_argument("--tasks-only", action="store_true",
+                    help="build each seed's training and held-out tasks and stop (minutes, no model)")
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. threads=2")
     a = ap.parse_args()
     overrides = [*SMOKE, *a.overrides] if a.smoke else a.overrides
+    if a.tasks_only:
+        for seed in a.seeds:
+            print(tasks_only(seed, overrides), flush=True)
+        return
     seeds, budget = ([a.seeds[0]], None) if a.smoke else (a.seeds, a.budget_s)
     rows = []
     if a.merge and a.results is not None and a.results.is_file():
