@@ -108,14 +108,23 @@ def tasks_only(seed: int, overrides: list[str]) -> str:
     """Build one seed's splits as a run would (no model): counts, wall time, and the items a generator did not
     make on its own seed (a failure, or past reasoning_gym.ITEM_LIMIT_S) and made on a later one."""
     from posttrain.config import load_config
-    from posttrain.tasks.reasoning_gym import rg_seed
+    from posttrain.tasks import reasoning_gym as rg
     from posttrain.tasks.splits import make_splits
 
-    t0 = time.perf_counter()
-    sp = make_splits(load_config(EXAMPLE, [f"seed={seed}", *overrides]))
-    moved = sorted(f"{t.domain} level {t.difficulty:g} item {t.verifier.args['index']}"
-                   for t in [*sp.train, *sp.held_out] if t.verifier.name == "rg_answer"
-                   and int(t.verifier.args["seed"]) != rg_seed(t.verifier.args["generator"], seed, t.difficulty))
+    moved, made = [], rg.ReasoningGymDomain._made
+
+    def watched(dom, level, args_json, s, size, index):  # the seed asked for, against the one that made it
+        t = made(dom, level, args_json, s, size, index)
+        if int(t.verifier.args["seed"]) != s:
+            moved.append(f"{dom.name} level {level:g} item {index}")
+        return t
+
+    rg.ReasoningGymDomain._made = watched
+    try:
+        t0 = time.perf_counter()
+        sp = make_splits(load_config(EXAMPLE, [f"seed={seed}", *overrides]))
+    finally:
+        rg.ReasoningGymDomain._made = made
     return (f"seed {seed}: {len(sp.train)} training and {len(sp.held_out)} held-out tasks in "
             f"{time.perf_counter() - t0:.0f} s; made on a later seed: {len(moved)} ({'; '.join(moved) or 'none'})")
 
