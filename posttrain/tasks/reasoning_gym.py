@@ -17,8 +17,9 @@ package's list for the pinned version; a test holds the two equal), minus `EXCLU
 - Difficulty: 1.0 (easiest) .. 5.0 (hardest) maps linearly onto EACH curriculum attribute's own
   levels (`difficulty_levels`), so 5.0 is every attribute's last level whatever its length; a
   fractional difficulty draws each task from the level below or above in proportion. The 3
-  generators without a curriculum take 1.0 only; `TOP_LEVEL` caps 4 that break above it (jugs 2,
-  zebra_puzzles 2, n_queens 4: minutes an item; tower_of_hanoi 2: answers over 32,000 characters). Generator arguments given by name win over the
+  generators without a curriculum take 1.0 only; `TOP_LEVEL` caps 5 that break above it (jugs 2,
+  zebra_puzzles 2, n_queens 4: minutes an item; tower_of_hanoi 2: answers over 32,000 characters;
+  game_of_life 1: above it every answer is the empty grid). Generator arguments given by name win over the
   curriculum's value for that field.
 - Seeds: a task is item `index` of the generator at seed `rg_seed(name, seed, level)` (a stable
   hash, so seeds 0 and 1 never share items, which reasoning-gym's seed+index scheme would). The
@@ -105,7 +106,10 @@ ANSWER_FORM: dict[str, str] = {
 # Top difficulty of generators that break above it: items take minutes to make (jugs, n_queens, zebra_puzzles:
 # a search that explodes), or the reference answer outgrows the longest format rule (tower_of_hanoi: 2^10 moves,
 # 32,700 characters, at level 3).
-TOP_LEVEL: dict[str, float] = {"jugs": 2.0, "n_queens": 4.0, "zebra_puzzles": 2.0, "tower_of_hanoi": 2.0}
+# game_of_life: from level 2 every board has died out by the step asked for, so the answer is the empty grid on
+# every task (16 of 16 at each of levels 2-5: a constant policy paid in full; benchmarks/rg_domains.py constant_max).
+TOP_LEVEL: dict[str, float] = {"jugs": 2.0, "n_queens": 4.0, "zebra_puzzles": 2.0, "tower_of_hanoi": 2.0,
+                               "game_of_life": 1.0}
 # Where the reference answer is not `entry["answer"]` (None there): a metadata field holding one (propositional_logic
 # is excluded, but `benchmarks/rg_domains.py --all-generators` still checks it, to show why).
 ORACLE_FIELD = {"graph_color": "possible_answer", "propositional_logic": "example_answer",

@@ -116,3 +116,16 @@ def test_an_item_the_generator_fails_to_make_comes_from_the_next_seed_and_verifi
     r = asyncio.run(build(t.verifier, kind="verifier")(t, Trajectory(t.id, t.version, t.domain, (), (Turn("assistant", t.oracle),)),
                                                          VerifyContext()))
     assert r.score == 1.0
+
+
+def test_game_of_life_stops_at_level_1_where_its_answers_still_differ():
+    """From level 2 every board has died out: the empty grid answered 16 of 16 tasks at each level, so a
+    constant policy would be paid in full (benchmarks/rg_domains.py, constant_max)."""
+    from posttrain.errors import ConfigError
+    from posttrain.registry import build
+
+    dom = build("rg-game_of_life", kind="domain")
+    answers = {t.oracle for t in dom.generate(8, 0, 1.0)}
+    assert len(answers) > 1
+    with pytest.raises(ConfigError, match="difficulty 2.0 is out of range for rg-game_of_life: it takes 1..1"):
+        dom.generate(1, 0, 2.0)
