@@ -9,9 +9,9 @@ Per domain and difficulty level: the oracle must score 1 and the empty answer 0 
 wrong answer never 1, no hack probe 1 (hack_pass_rate == 0), and no candidate pair
 (`posttrain/testing/pair_probes.py`: the oracle listed with a wrong answer) 1, and no one task's reference
 passing every task (`constant_max` < 1, even where all references agree: a level whose every task has one
-answer pays a policy that answers it to every task in full), all through the `VerifierRunner` as `train/rl.py` calls it. Prints one line
-per (domain, level) and a PASS/MISS summary; `--json FILE` writes every row. The small version of this runs in `make test`
-(tests/unit/tasks/test_reasoning_gym_check.py).
+answer pays a policy that answers it to every task in full), all through the `VerifierRunner` as
+`train/rl.py` calls it. Prints one line per (domain, level) and a PASS/MISS summary; `--json FILE` writes
+every row. The small version of this runs in `make test` (tests/unit/tasks/test_reasoning_gym_check.py).
 """
 
 from __future__ import annotations
