@@ -6,8 +6,8 @@ A small policy can gain held-out pass@1 by answering one string to every task of
 are skewed ("Yes" on syllogisms, "True" on yes/no graph questions): right for each task it passes, with
 no checker hole, but the domain's base rate, not reasoning. This separates the two. For each domain of
 RUN/tasks/heldout.jsonl, every gold answer of its held-out tasks is tried as the answer to all of them
-through the task's own verifier (the path RL and eval use); the one that passes most is the domain's best
-constant answer. Then, over the trained domains (RUN/summary.json):
+through the RL scoring path (`score_once`: the format rule, then the task's verifier); the one that
+passes most is the domain's best constant answer. Then, over the trained domains (RUN/summary.json):
 - the mean pass@1 before and after RL (RUN/eval_before.json, eval_after.json) beside the best constant's;
 - the same restricted to the tasks the best constant answer fails, with its exact McNemar p: the lift a
   constant policy could not have given;
@@ -28,14 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from posttrain.eval.stats import mcnemar_exact  # noqa: E402
 from posttrain.tasks.io import load_tasks  # noqa: E402
-from posttrain.types import Trajectory, Turn  # noqa: E402
-from posttrain.verifiers.base import VerifyContext  # noqa: E402
-from posttrain.verifiers.compose import build_verifier  # noqa: E402
+from posttrain.verifiers.soundness.check import score_once  # noqa: E402
 
 
 async def _passes(task, text: str) -> bool:
-    traj = Trajectory(task.id, task.version, task.domain, (), (Turn("assistant", text),), finish_reason="stop")
-    return bool((await build_verifier(task.verifier)(task, traj, VerifyContext())).passed)
+    """`text` as the answer to `task`, scored as RL scores it (format rule, then the verifier)."""
+    return (await score_once(task, text, None)).score >= 1.0 - 1e-9
 
 
 def best_constants(tasks) -> dict[str, tuple[str, dict[str, bool]]]:
