@@ -86,8 +86,9 @@ def install(views: Mapping[str, torch.Tensor], state: Mapping[str, Any], version
     """Copy `state` into `views` (HF name -> engine tensor slice) and verify every tensor.
 
     `expected` is the sender's manifest (across processes, where only digests travel);
-    without one (same process) every installed tensor is compared with its source byte for
-    byte, which is exact and cheaper than hashing both. `tied` = (lm_head, embed) names:
+    without one (same process) every installed tensor is compared with its source, cast to the
+    view's dtype, byte for byte, which is exact and cheaper than hashing both; a tensor the view
+    already holds so is skipped. `tied` = (lm_head, embed) names:
     the state may carry the tied head, which must then equal the embedding.
     """
     missing = sorted(set(views) - set(state))
@@ -104,8 +105,8 @@ def install(views: Mapping[str, torch.Tensor], state: Mapping[str, Any], version
     with torch.no_grad():
         for name, view in views.items():
             src = state[name]
-            if expected is None and src.dtype == view.dtype and src.device == view.device and torch.equal(view, src):
-                changed.discard(name)  # same process, already these bytes: the comparison verified it
+            if expected is None and src.device == view.device and torch.equal(view, src.to(view.dtype)):
+                changed.discard(name)  # same process, already what the copy would write: the comparison verified it
                 continue
             view.copy_(src)
             nbytes += view.numel() * view.element_size()
@@ -120,7 +121,7 @@ def install(views: Mapping[str, torch.Tensor], state: Mapping[str, Any], version
             continue
         if name not in expected:
             raise WeightSyncError(f"weight sync v{version}: manifest has no digest for {name}")
-        if digest(view, version) != expected[name]:
+        if digest(view, version) != expected[name] and not _arrived_and_cast(view, state[name], expected[name], version):
             raise WeightSyncError(f"weight sync v{version}: tensor {name} does not match its checksum after install")
     if tied and tied[0] in state and not torch.equal(state[tied[0]].to(views[tied[1]].dtype), views[tied[1]]):
         raise WeightSyncError(f"weight sync v{version}: {tied[0]} differs from tied {tied[1]}")
@@ -128,6 +129,12 @@ def install(views: Mapping[str, torch.Tensor], state: Mapping[str, Any], version
     log.info("weight sync v%d: %d tensors (%d changed), %.1f MB copied, copy %.1f ms, verify %.1f ms", version,
              rep.tensors, len(changed), nbytes / 2**20, rep.copy_s * 1e3, rep.verify_s * 1e3)
     return rep
+
+
+def _arrived_and_cast(view: torch.Tensor, src: Any, expected: str, version: int) -> bool:
+    """A view the engine holds in another dtype than the sender digested (the fast engine's bf16
+    weight matrices, set_matmul_dtype): the bytes that arrived match the digest and went in cast."""
+    return view.dtype != src.dtype and digest(src, version) == expected and torch.equal(view, src.to(view.dtype))
 
 
 class BucketedInstall:

@@ -17,6 +17,8 @@ import torch
 from posttrain.errors import ConfigError
 from posttrain.rollout.engine import GenRequest, SamplingParams
 from posttrain.rollout.engines.fast.engine import FastEngine
+from posttrain.rollout.engines.fast.model import MATRICES
+from posttrain.rollout.weight_sync import WeightSyncError, manifest
 from tests.unit.rollout.conftest import hf_logprobs, random_prompts
 from tests.unit.rollout.test_fast_arch import ARCHS, _build
 
@@ -45,11 +47,27 @@ def test_bf16_matmul_logprobs_stay_within_the_bound_of_fp32(which, models, tiny)
     assert 0 < max(ours) < max(hf_bf16)  # > 0: the matmuls did run in bf16
 
 
-def test_the_fp32_weights_stay_the_master_copy(models, tiny):
-    eng = FastEngine(models["llama_tied"], tiny[1], matmul_dtype="bfloat16")
-    lm = eng.lm
-    assert lm.embed.dtype == torch.float32 and lm.layers[0]["wqkv"].dtype == torch.float32
-    assert lm._mm[id(lm.layers[0]["wqkv"])].dtype == torch.bfloat16
+def test_the_weight_matrices_are_held_in_bf16_alone(models, tiny):
+    """No fp32 copy of a matrix stays behind (the trainer holds the masters); the embedding and the
+    norms stay fp32, and the tied LM head (the embedding) runs through its bf16 copy."""
+    lm = FastEngine(models["llama_tied"], tiny[1], matmul_dtype="bfloat16").lm
+    assert {lm.layers[0][k].dtype for k in MATRICES} == {torch.bfloat16}
+    assert lm.embed.dtype == lm.layers[0]["in_norm"].dtype == torch.float32
+    assert set(lm._mm) == {id(lm.lm_head)} and lm._mm[id(lm.lm_head)].dtype == torch.bfloat16
+    assert all(v.dtype == torch.bfloat16 for k, v in lm.views.items() if k.endswith("_proj.weight"))
+
+
+def test_an_untied_lm_head_is_held_in_bf16_alone(models, tiny):
+    lm = FastEngine(models["mistral_sliding"], tiny[1], matmul_dtype="bfloat16").lm
+    assert not lm.tied and lm.lm_head.dtype == torch.bfloat16 and not lm._mm
+
+
+def test_the_bf16_matrices_are_the_fp32_weights_rounded(models, tiny):
+    model = models["llama_tied"]
+    lm = FastEngine(model, tiny[1], matmul_dtype="bfloat16").lm
+    state = model.state_dict()
+    for name, view in lm.views.items():
+        assert torch.equal(view, state[name].to(view.dtype)), name
 
 
 def test_a_weight_sync_refreshes_the_bf16_copies(models, tiny):
@@ -74,18 +92,37 @@ def test_an_unknown_matmul_dtype_is_refused_naming_the_setting(models, tiny):
         FastEngine(models["llama_tied"], tiny[1], matmul_dtype="bf16")
 
 
-def test_a_sync_writes_the_bf16_copies_in_place_and_only_the_changed_ones(models, tiny):
-    """The copies keep their memory across syncs (no new allocation each step), and a LoRA-like
-    sync (attention only) leaves the MLP copies untouched."""
+def test_a_sync_writes_the_bf16_matrices_in_place_and_only_the_changed_ones(models, tiny):
+    """The matrices keep their memory across syncs (no new allocation each step), and a LoRA-like
+    sync (attention only) copies the attention matrices alone and leaves the tied head's copy."""
     model, tok = models["llama_tied"], tiny[1]
     eng = FastEngine(copy.deepcopy(model), tok, matmul_dtype="bfloat16")
     lm = eng.lm
-    ptrs = {k: v.data_ptr() for k, v in lm._mm.items()}
-    mlp = lm._mm[id(lm.layers[0]["wgu"])]
-    sentinel = mlp[0, 0].item()
-    mlp[0, 0] = 7.0  # a write no sync of unchanged MLP weights may undo
+    ptrs = [lm.layers[i][k].data_ptr() for i in range(len(lm.layers)) for k in MATRICES]
+    head = lm._mm[id(lm.lm_head)]
+    sentinel = head[0, 0].item()
+    head[0, 0] = 7.0  # a write no sync of an unchanged embedding may undo
     state = {k: (v * 1.5 if "self_attn" in k else v.clone()) for k, v in model.state_dict().items()}
-    eng.load_weights(state, version=1)
-    assert {k: v.data_ptr() for k, v in lm._mm.items()} == ptrs
-    assert torch.equal(lm._mm[id(lm.layers[0]["wqkv"])], lm.layers[0]["wqkv"].to(torch.bfloat16))
-    assert mlp[0, 0].item() == 7.0 != sentinel
+    rep = eng.load_weights(state, version=1)
+    assert [lm.layers[i][k].data_ptr() for i in range(len(lm.layers)) for k in MATRICES] == ptrs
+    assert rep.changed and all("self_attn" in k for k in rep.changed)
+    assert torch.equal(lm.views["model.layers.0.self_attn.q_proj.weight"],
+                       state["model.layers.0.self_attn.q_proj.weight"].to(torch.bfloat16))
+    assert head[0, 0].item() == 7.0 != sentinel
+
+
+def test_a_sync_from_another_process_verifies_the_bf16_matrices(models, tiny):
+    """A Ray worker's sync: the sender digests its fp32 tensors; the engine checks the bytes that
+    arrived against them and that each matrix went in as their bf16 rounding."""
+    model, tok = models["qwen3"], tiny[1]
+    eng = FastEngine(copy.deepcopy(model), tok, matmul_dtype="bfloat16")
+    state = {k: v * 1.25 for k, v in model.state_dict().items()}
+    sent = manifest(state, version=2)
+    eng.load_weights(state, version=2, manifest=sent)
+    assert eng.weights_version == 2
+    assert torch.equal(eng.lm.views["model.layers.1.mlp.down_proj.weight"],
+                       state["model.layers.1.mlp.down_proj.weight"].to(torch.bfloat16))
+    state["model.layers.1.mlp.down_proj.weight"][5, 7] += 1e-3  # flipped on the way
+    with pytest.raises(WeightSyncError, match="down_proj"):
+        eng.load_weights(state, version=3, manifest=manifest({k: v for k, v in state.items()}, version=3) | {
+            "model.layers.1.mlp.down_proj.weight": sent["model.layers.1.mlp.down_proj.weight"]})

@@ -223,7 +223,7 @@ class FastEngine(Streaming, LaneBudget):
     def _commit_weights(self, rep: SyncReport) -> None:
         """New weights are in: the KV cache and every conversation's prefix belong to the old."""
         changed = None if rep.changed is None else [self._views[k] for k in rep.changed if k in self._views]
-        self.lm.refresh_matmul_weights(changed)  # the matmul_dtype copies follow the new master weights
+        self.lm.refresh_matmul_weights(changed)  # a tied head's matmul_dtype copy follows the embedding
         self.store.clear()
         for c in list(self._conversations):
             c._invalidate()

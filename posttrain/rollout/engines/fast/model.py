@@ -37,6 +37,8 @@ __all__ = ["FastLM", "Lanes", "Shape", "SUPPORTED", "check_supported"]
 # decode and speculative verification (T new tokens per row, T <= this) use the fused CPU
 # kernel; prefill (long T) stays with matmul, which is efficient there
 FUSED_MAX_T = 16
+# each layer's weight matrices (fused layout): what `set_matmul_dtype` runs, and holds, in its dtype
+MATRICES = ("wqkv", "wo", "wgu", "wd")
 # per decode row: (lane holding the shared prefix [B], prefix length [B], visiting order [B] or None)
 SharedPrefix = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | None"]
 Rope = tuple[torch.Tensor, torch.Tensor]  # cos, sin [max_pos, D]
@@ -122,8 +124,10 @@ class FastLM:
         self.ropes = ropes  # rotary module's layer_type -> HF's own cos/sin tables
         self.cos, self.sin = ropes[a.rope_keys[0]]
         self.fused_decode = True  # CPU fp32 decode through cpu_kernels when it builds
+        self._biases = (qkv_bias, mlp_bias, o_bias)
         self.views = self._hf_views(qkv_bias, mlp_bias, o_bias)
-        # matmul_dtype (`set_matmul_dtype`): id(weight matrix) -> its copy in that dtype. Empty: none.
+        # matmul_dtype (`set_matmul_dtype`): id(weight matrix) -> its copy in that dtype, for the matrices
+        # still held in the model's dtype (a tied LM head, which is also the embedding). Empty: none.
         self.matmul_dtype: torch.dtype | None = None
         self._mm: dict[int, torch.Tensor] = {}
 
@@ -197,22 +201,36 @@ class FastLM:
         On a CPU with AMX or AVX512-BF16, bfloat16 matmuls run ~4x the fp32 rate (64-row
         decode shapes on this project's machine). Activations, the KV cache, norms, rotary,
         attention, softmax and sampling stay in the model's dtype (what torch.autocast does
-        on CPU), so the fused CPU kernels still run. The fp32 weights stay the master copy
-        (weight sync writes them); `refresh_matmul_weights` re-derives the copies after it.
+        on CPU), so the fused CPU kernels still run.
+
+        The weight matrices are then held in `dtype` alone: the views weight sync writes point
+        into them (it casts as it copies, exactly as `.to(dtype)` rounds), so no fp32 copy of
+        them stays behind. In RL the trainer holds the fp32 masters; a third copy here was 425 MB
+        of SmolLM2-135M's peak (docs/benchmarks.md, the TRL side-by-side). The embedding stays in the
+        model's dtype (its rows are activations); a tied LM head, which is the embedding, gets
+        its `dtype` copy in `_mm`, re-derived after each sync (`refresh_matmul_weights`).
         """
         self.matmul_dtype = None if dtype in (None, self.dtype) else dtype
+        if self.matmul_dtype is not None:
+            with torch.no_grad():
+                for L in self.layers:
+                    for k in MATRICES:
+                        L[k] = L[k].to(self.matmul_dtype)
+                if not self.tied:
+                    self.lm_head = self.lm_head.to(self.matmul_dtype)
+            self.views = self._hf_views(*self._biases)
         self.refresh_matmul_weights()
 
     def refresh_matmul_weights(self, changed: Sequence[torch.Tensor] | None = None) -> None:
-        """The matmul_dtype copies from the master weights, after a weight sync wrote `changed`
-        (views into the masters; None: any may have changed). The copies already there are written
-        in place, so no sync allocates 270 MB of new copies for the heap to place, and only the
-        masters a changed view lies in are copied (LoRA on q/k/v/o leaves the MLP and the LM
-        head, four fifths of the bytes, as they were)."""
+        """The matmul_dtype copies of the matrices still held in the model's dtype (a tied LM head)
+        from those matrices, after a weight sync wrote `changed` (views; None: any may have
+        changed). A copy already there is written in place, and only where a changed view lies
+        in its matrix (a LoRA sync leaves the tied head as it was)."""
         if self.matmul_dtype is None:
             self._mm = {}
             return
-        mats = [self.lm_head] + [L[k] for L in self.layers for k in ("wqkv", "wo", "wgu", "wd")]
+        mats = [w for w in [self.lm_head] + [L[k] for L in self.layers for k in MATRICES]
+                if w.dtype != self.matmul_dtype]
         old = self._mm
         if old and all(id(w) in old and old[id(w)].shape == w.shape and old[id(w)].dtype == self.matmul_dtype
                        for w in mats):
@@ -226,9 +244,9 @@ class FastLM:
 
     def _linear(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
         """x @ w.T + b, in `matmul_dtype` when one is set (output back in x's dtype)."""
-        low = self._mm.get(id(w)) if self._mm else None
-        if low is None:
-            return torch.nn.functional.linear(x, w, b)
+        low = self._mm.get(id(w), w) if self._mm else w  # the matrix, or its matmul_dtype copy
+        if low.dtype == x.dtype:
+            return torch.nn.functional.linear(x, low, b)
         out = torch.nn.functional.linear(x.to(low.dtype), low).to(x.dtype)
         return out if b is None else out + b
 
