@@ -117,8 +117,9 @@ class PhaseProgress:
             self.progress.update(self.tasks[phase], completed=info["step"], info=self._describe(phase, info))
             if not self.live:
                 self._line(phase, info)
-        elif phase == "log":  # a recipe's own line (the agent recipe's warm-up levels)
-            self.console.print(info["line"], highlight=False)
+        elif phase == "log":  # a recipe's own line (the agent recipe's warm-up levels, the departures)
+            # plain text, whole: a CI log or `| tee` is not cut at 80 columns, and "[...]" is not markup
+            self.console.print(info["line"], highlight=False, markup=False, soft_wrap=True)
         elif phase == "eval":
             self.console.print(f"evaluating held-out tasks ({info['name']}): {info['n']} tasks")
         elif phase == "sft_check":
