@@ -124,7 +124,6 @@ class FastLM:
         self.ropes = ropes  # rotary module's layer_type -> HF's own cos/sin tables
         self.cos, self.sin = ropes[a.rope_keys[0]]
         self.fused_decode = True  # CPU fp32 decode through cpu_kernels when it builds
-        self._biases = (qkv_bias, mlp_bias, o_bias)
         self.views = self._hf_views(qkv_bias, mlp_bias, o_bias)
         # matmul_dtype (`set_matmul_dtype`): id(weight matrix) -> its copy in that dtype, for the matrices
         # still held in the model's dtype (a tied LM head, which is also the embedding). Empty: none.
@@ -218,7 +217,8 @@ class FastLM:
                         L[k] = L[k].to(self.matmul_dtype)
                 if not self.tied:
                     self.lm_head = self.lm_head.to(self.matmul_dtype)
-            self.views = self._hf_views(*self._biases)
+            L0 = self.layers[0]  # the views again, now into the bf16 matrices
+            self.views = self._hf_views(L0["bqkv"] is not None, L0["bgu"] is not None, L0["bo"] is not None)
         self.refresh_matmul_weights()
 
     def refresh_matmul_weights(self, changed: Sequence[torch.Tensor] | None = None) -> None:
