@@ -5,6 +5,8 @@ import signal
 import subprocess
 import sys
 import time
+
+import pytest
 from pathlib import Path
 
 import torch
@@ -70,6 +72,7 @@ def test_resume_of_a_directory_that_is_not_a_run_is_one_line(tmp_path):
 SHARDED_STEPS = 12  # a 2-rank step is ~0.2 s here: the interrupt after two logged steps lands mid-run
 
 
+@pytest.mark.extended  # make test-extended: a slow check make test leaves out (docs/benchmarks.md)
 def test_interrupted_two_rank_sft_resumes_on_two_ranks_to_every_step_once_and_the_uninterrupted_weights(tmp_path):
     """Ctrl-C reaches rank 0 alone (the launcher hands it on), which checkpoints (DCP shards beside
     step-N/) with rank 1 alive; `--resume` reads trainer.world_size=2 from the run's config.yaml.

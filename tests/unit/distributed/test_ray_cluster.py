@@ -379,6 +379,7 @@ def _rank_actor_pids() -> list[int]:
     return out
 
 
+@pytest.mark.extended  # make test-extended: a slow check make test leaves out (docs/benchmarks.md)
 def test_a_ray_launched_rank_killed_mid_training_ends_the_job_with_one_line_naming_it(cluster, tmp_path):
     import os
     import signal
@@ -416,6 +417,7 @@ def test_a_ray_launched_rank_killed_mid_training_ends_the_job_with_one_line_nami
     assert len(lines) == 1 and "rank 1 of 2" in lines[0], text[-2000:]
 
 
+@pytest.mark.extended  # make test-extended: a slow check make test leaves out (docs/benchmarks.md)
 def test_node_killed_mid_step_run_completes_exactly_once(cluster, warm, tmp_path):
     cfg = _cfg(cluster, tmp_path, **{"rl.steps": 3})
     kill = {"cluster": cluster}

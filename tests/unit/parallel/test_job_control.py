@@ -140,6 +140,7 @@ def _both_ready(tmp_path: Path) -> None:
     _until(ready, 240, "the ranks did not start")
 
 
+@pytest.mark.extended  # make test-extended: a slow check make test leaves out (docs/benchmarks.md)
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_pause_longer_than_the_timeout_does_not_fail_the_job(tmp_path):

@@ -25,6 +25,7 @@ def test_killed_rank_fails_the_job_with_one_line_naming_it(tmp_path, capfd):
     assert not (tmp_path / "out.pt").exists()
 
 
+@pytest.mark.extended  # make test-extended: a slow check make test leaves out (docs/benchmarks.md)
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_frozen_rank_is_named_once_the_collective_timeout_passes(tmp_path, capfd):
