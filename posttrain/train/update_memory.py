@@ -7,8 +7,8 @@ their log-softmax, so the update's memory grows with the tokens it runs at once:
 with LoRA held 2.0-2.6 MB a token (benchmarks/update_memory.py), and the faster-learning seed of the
 TRL side-by-side, whose steps kept more groups, peaked 1.3 GiB above the others. `auto` cuts
 each minibatch into micro-batches (whole groups, train/update.py `micro_batches`) whose
-estimated activations fit `update_budget_bytes()`: one pass for a small model, ~800 tokens for
-SmolLM2, ~550 for Gemma 3 270M (its 262k vocabulary). An int keeps its meaning: N tokens, 0 = no
+estimated activations fit `update_budget_bytes()`: one pass for a small model, ~400 tokens for
+SmolLM2, ~270 for Gemma 3 270M (its 262k vocabulary). An int keeps its meaning: N tokens, 0 = no
 limit.
 
 The estimate is a per-token float count from the model's shape, set a little above what
@@ -22,9 +22,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-# CPU: at most 2 GiB, and no more than an eighth of the machine's memory (a laptop keeps room for
-# the engine's weights and KV lanes). An accelerator: a quarter of its memory.
-CPU_BUDGET_BYTES = 2 << 30
+# CPU: at most 1 GiB, and no more than an eighth of the machine's memory (a laptop keeps room for
+# the engine's weights and KV lanes). An accelerator: a quarter of its memory. 1 GiB, not 2: on 2 CPU
+# threads a pass of ~400 tokens runs the matmuls as fast as one of ~800, so halving the pass halved the
+# update's memory (SmolLM2, 8 groups of 8 x 40 tokens under bf16 autocast: 1.32 -> 0.65 GiB) for 0.4 s of
+# a 7.5 s update (benchmarks/update_memory.py --groups 8 --micro auto 400 --precision bf16 --completion 40,
+# 2026-12-07), and the TRL side-by-side's peak is this pass plus what the engine and trainer hold.
+CPU_BUDGET_BYTES = 1 << 30
 CPU_RAM_SHARE = 8
 DEVICE_SHARE = 4
 
