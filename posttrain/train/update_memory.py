@@ -7,8 +7,8 @@ their log-softmax, so the update's memory grows with the tokens it runs at once:
 with LoRA held 2.0-2.6 MB a token (benchmarks/update_memory.py), and the faster-learning seed of the
 TRL side-by-side, whose steps kept more groups, peaked 1.3 GiB above the others. `auto` cuts
 each minibatch into micro-batches (whole groups, train/update.py `micro_batches`) whose
-estimated activations fit `update_budget_bytes()`: one pass for a small model, ~400 tokens for
-SmolLM2, ~270 for Gemma 3 270M (its 262k vocabulary). An int keeps its meaning: N tokens, 0 = no
+estimated activations fit `update_budget_bytes()`: one pass for a small model, 412 tokens for
+SmolLM2, 288 for Gemma 3 270M (its 262k vocabulary). An int keeps its meaning: N tokens, 0 = no
 limit.
 
 The estimate is a per-token float count from the model's shape, set a little above what

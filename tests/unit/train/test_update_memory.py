@@ -66,8 +66,8 @@ def test_an_unknown_shape_sets_no_limit():
     assert micro_token_limit(SimpleNamespace(config=SimpleNamespace()), "auto") == 0
 
 
-def test_the_cpu_budget_is_at_most_2_gib():
-    assert 0 < update_memory.update_budget_bytes("cpu") <= 2 << 30
+def test_the_cpu_budget_is_at_most_1_gib():
+    assert 0 < update_memory.update_budget_bytes("cpu") <= 1 << 30
 
 
 def test_auto_cuts_the_update_and_keeps_its_gradient(tiny, monkeypatch):
