@@ -18,8 +18,8 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 # oneDNN (torch's bf16 matmuls and attention on a CPU with AMX) keeps a compiled primitive for each matrix
 # shape it met, 1,024 by default. An RL update's token counts change every step, so its shapes rarely
 # repeat and the cache only grows: with bf16 rollouts and update on SmolLM2 the heap in use rose ~16 MB a step
-# (~0.5 GiB by step 30). 64 kept it to ~9 MB a step with the steps no slower (docs/benchmarks.md, the
-# TRL side-by-side's memory). Read by oneDNN at its first primitive, so set before any; a user's own setting wins.
+# (~0.5 GiB by step 30). 64 halved that, generation within noise (docs/benchmarks.md, "The memory
+# defaults"). Read by oneDNN at its first primitive, so set before any; a user's own setting wins.
 os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
 
 from typing import Any
