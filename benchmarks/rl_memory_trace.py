@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from rl_update_speed import header  # noqa: E402
 from vs_trl_smollm2 import run_ours, write_data  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 
 HOOK = r'''
 import os, sys

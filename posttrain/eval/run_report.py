@@ -31,6 +31,7 @@ PANELS: list[tuple[str, str, Callable[[str], bool]]] = [
     ("held-out pass@1 per domain", "pass@1", lambda k: k.startswith("eval/pass@1/")),
     ("KL and entropy", "nats", lambda k: k.startswith(("train/kl", "train/entropy"))),
     ("step time by phase", "seconds", lambda k: k.startswith("time/") and k.endswith("_s")),
+    ("memory per step", "GiB", lambda k: k.startswith("mem/") and k.endswith("_gib")),
     ("infra-error and dropped-group rates", "fraction",
      lambda k: k in ("infra_error_frac", "groups/dropped_frac", "format_fail_frac")),
     ("staleness and logprob mismatch", "", lambda k: "staleness" in k or k.endswith("logprob_mismatch")),

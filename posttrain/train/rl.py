@@ -48,6 +48,7 @@ from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, se
 from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
 from posttrain.train.longtail_source import LongTailBatchSource
 from posttrain.train.loss_norm import step_counts
+from posttrain.train.step_memory import StepMemory
 from posttrain.train.trainer import Trainer, default_trainer, reference_model
 from posttrain.train.update import NonFiniteLoss, metric_name
 from posttrain.types import Task, Trajectory
@@ -78,6 +79,7 @@ class RLState:
     # Per-token advantages in place of rl.advantage on the rewards: trajectories [B] -> (adv [B, W], per-sample
     # mean [B] for the store). On-policy distillation's teacher (train/distill.py, recipes/distill.py).
     token_advantages: Callable[[list[Trajectory]], tuple[torch.Tensor, torch.Tensor]] | None = None
+    mem: StepMemory = field(default_factory=StepMemory)  # mem/* in each row: the step's peak, RSS (step_memory.py)
 
     @property
     def model(self) -> Any:
@@ -267,7 +269,7 @@ def after_step(st: RLState, row: dict, warn: Callable[[str], None], stop: Callab
 
 async def observe_step(st: RLState, source: BatchSource, row: dict[str, float]) -> None:
     """The step's periodic checks into its row: held-out eval (on the engine, wherever the source
-    runs it) and the reward-hacking detectors (detect/<name>), then the metrics log."""
+    runs it) and the reward-hacking detectors (detect/<name>), the step's memory (mem/*), then the metrics log."""
     cfg = st.cfg.rl
     if cfg.eval_every and (st.step + 1) % cfg.eval_every == 0:
         res = await source.on_engine(st, lambda: run_eval(st))
@@ -282,6 +284,7 @@ async def observe_step(st: RLState, source: BatchSource, row: dict[str, float]) 
             if f.alarm and f.warning_key not in st.warnings:  # a detector's first alarm: a run warning, once
                 st.warnings[f.warning_key] = f.warning()
                 print(f"posttrain: warning: {f.warning()}", file=sys.stderr)
+    row.update(st.mem.read())  # the step's peak covers its eval and detectors too
     st.metrics.log(st.step, row)
     st.history.append(row)
 

@@ -5,10 +5,9 @@ import signal
 import subprocess
 import sys
 import time
-
-import pytest
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import load_file
 

@@ -37,7 +37,7 @@ def _overrides(steps, *extra):
     ]
 
 
-TIME_KEYS = ("time/", "async/", "train/offpolicy/")  # wall clock, and keys only the async loop writes
+TIME_KEYS = ("time/", "mem/", "async/", "train/offpolicy/")  # wall clock, memory, and keys only the async loop writes
 
 
 def _comparable(rows):
