@@ -165,3 +165,10 @@ def test_silu_mul_matches_the_tensor_ops():
     gu = torch.randn(3, 5, 2 * 37) * 20  # large |x| on both sides; 37 leaves a scalar tail
     g, u = gu.split(37, dim=-1)
     assert (ca.silu_mul(gu) - torch.nn.functional.silu(g) * u).abs().max() < 1e-4
+
+
+def test_c_sampler_draws_a_token_with_all_the_mass_at_a_262k_vocabulary():
+    from tests.unit.rollout.test_sampling import near_certain_draws
+
+    tok = near_certain_draws(1000, 2**18)  # the C path (unwarped CPU fp32 rows); the old uniforms missed ~16
+    assert int((tok != 0).sum()) == 0

@@ -280,13 +280,13 @@ int sample_rows(const float* logits, const float* temp, const int64_t* seed, con
                 for (v = 0; v + 8 <= V; v += 8) {
                     vu8 cv;
                     memcpy(&cv, c32 + v, sizeof cv);
-                    const vu8 bits = mix32x8(cv ^ key) >> 8;
-                    const v8 u = (__builtin_convertvector(bits, v8) + 0.5f) * (1.0f / 16777216.0f);
+                    const vu8 bits = mix32x8(cv ^ key) >> 9;  /* 23 bits: u < 1 exactly (sampling.unit_floats) */
+                    const v8 u = (__builtin_convertvector(bits, v8) + 0.5f) * (1.0f / 8388608.0f);
                     const v8 sc = load8(x + v) * inv_t - log8(-log8(u));
                     for (int j = 0; j < 8; j++) if (sc[j] > top) { top = sc[j]; best = v + j; }
                 }
                 for (; v < V; v++) {
-                    const float u = ((float)(mix32(key ^ c32[v]) >> 8) + 0.5f) * (1.0f / 16777216.0f);
+                    const float u = ((float)(mix32(key ^ c32[v]) >> 9) + 0.5f) * (1.0f / 8388608.0f);
                     const float sc = x[v] * inv_t - logf(-logf(u));
                     if (sc > top) { top = sc; best = v; }
                 }

@@ -10,8 +10,8 @@ warped logits, which draws exactly from softmax(warped logits).
 Logprobs returned alongside are log_softmax of the *raw* logits (temperature 1, no
 warping), the quantity the trainer recomputes (see engine.py).
 
-Limits: the hash (lowbias32, 24-bit uniforms) is a statistical RNG, not a cryptographic
-one; probabilities below ~1e-7 are sampled at a slightly wrong rate.
+Limits: the hash (lowbias32, 23-bit uniforms: `unit_floats`) is a statistical RNG, not a
+cryptographic one; probabilities below ~1e-7 are sampled at a slightly wrong rate.
 """
 
 from __future__ import annotations
@@ -59,11 +59,19 @@ def _col_keys(width: int, device: torch.device) -> torch.Tensor:
     return _COLS[key]
 
 
+def unit_floats(bits: torch.Tensor) -> torch.Tensor:
+    """32-bit hashes (int64 tensor) -> fp32 uniforms in (0, 1), never 0 or 1: the top 23 bits b give
+    (b + 0.5) / 2^23, which fp32 holds exactly for every b (largest 1 - 2^-24). With 24 bits,
+    (2^24 - 1) + 0.5 rounded to 2^24 in fp32: u = 1.0, Gumbel noise -log(-log u) = +inf, and the hashed
+    column won whatever its logit (0.29% of draws at a 49,152-token vocabulary, 1.6% at 262,144: the
+    sampled token's logprob gave them away). cpu_kernels.c's sample_rows does the same arithmetic."""
+    return ((bits >> 9).float() + 0.5) * (1.0 / (1 << 23))
+
+
 def uniforms(keys: torch.Tensor, width: int) -> torch.Tensor:
     """[B] keys -> [B, width] uniforms in (0, 1), fp32."""
     cols = _col_keys(width, keys.device)
-    bits = mix32(keys[:, None] ^ cols[None])  # [B, width]
-    return ((bits >> 8).float() + 0.5) * (1.0 / (1 << 24))
+    return unit_floats(mix32(keys[:, None] ^ cols[None]))  # [B, width]
 
 
 @dataclass
