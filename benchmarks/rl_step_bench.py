@@ -153,7 +153,7 @@ def smollm2(repeats: int, path: Path, lora: bool, prompts: int, group: int, mean
         from posttrain.config import LoraConfig, TrainerConfig
         from posttrain.train.lora import prepare_model
 
-        model = prepare_model(model, TrainerConfig(lora=LoraConfig()))
+        model = prepare_model(model, TrainerConfig(lora=LoraConfig()), 0)
         what += ", LoRA r=8 on q_proj,v_proj"
     trajs = grpo_batch(prompts, group, mean, (100, 49152), seed=1, prompt_tokens=prompt_tokens,
                        long_prompt=long_prompt)

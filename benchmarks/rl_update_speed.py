@@ -121,7 +121,7 @@ def bench_rollout(model_dir: Path, repeats: int, n_prompts: int, group: int, new
     questions = [f"What is {17 * k + 23} plus {31 * k + 9}? Answer with the number only." for k in range(n_prompts)]
     prompts = [tuple(tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
                                              return_dict=False)) for q in questions]
-    policy = prepare_model(copy.deepcopy(base), TrainerConfig(lora=LoraConfig()))
+    policy = prepare_model(copy.deepcopy(base), TrainerConfig(lora=LoraConfig()), 0)
     opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6)
     batches = {}
     gen = interleaved({d: lambda d=d: batches.__setitem__(d, sample(base, tok, d, prompts, group, new))

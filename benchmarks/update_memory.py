@@ -36,7 +36,7 @@ model_dir, groups, L, micro, precision = sys.argv[1], int(sys.argv[2]), int(sys.
 micro = micro if micro == "auto" else int(micro)
 G, P = 8, 46
 tcfg = TrainerConfig(lora=LoraConfig(r=16, alpha=32), precision=precision)
-m = prepare_model(AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32), tcfg)
+m = prepare_model(AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32), tcfg, 0)
 opt = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=1e-6)
 rng = random.Random(0)
 trajs = []

@@ -53,7 +53,7 @@ class DPO:
         pad = tok.pad_token_id
         x["ref"] = reference_logprobs(model, x["train"], pad, cfg.dpo.max_len)  # before LoRA: the exact base
         x["ref_eval"] = reference_logprobs(model, x["held"], pad, cfg.dpo.max_len) if x["held"] else None
-        return prepare_model(model, cfg.trainer), tok
+        return prepare_model(model, cfg.trainer, cfg.seed), tok
 
     async def warm_up(self, ctx: RunContext) -> tuple[Any, Any]:
         return ctx.model, ctx.tok  # a DPO run starts from the base (an SFT run's model.path, typically)

@@ -157,7 +157,7 @@ async def sft_phase(cfg: RunConfig, run_dir: Path, splits: Splits, report: Repor
     # trainer.lora holds for the warm-up too: its adapters are merged into the saved sft-model, and RL
     # puts fresh ones on that. (Full fine-tuning here held the weights' gradients and AdamW states: 3x
     # the model, 4 GB more for Gemma 3 270M.)
-    trained = apply_lora(model, cfg.trainer) if cfg.trainer.lora is not None else model
+    trained = apply_lora(model, cfg.trainer, cfg.seed) if cfg.trainer.lora is not None else model
     loop = SupervisedLoop(trained, tok.pad_token_id, seqs, s.steps, s.optim, s.batch_size, cfg.seed)
     val = validation_tasks(cfg, splits) if stop.stop_at_pass is not None else []
     checks: list[dict] = []

@@ -38,7 +38,7 @@ class SFT:
 
         model, tok = build_base(ctx.cfg, ctx.run_dir)
         ctx.extra["train"], ctx.extra["evals"] = sft_data(ctx.cfg, tok, ctx.splits)
-        return prepare_model(model, ctx.cfg.trainer), tok
+        return prepare_model(model, ctx.cfg.trainer, ctx.cfg.seed), tok
 
     async def warm_up(self, ctx: RunContext) -> tuple[Any, Any]:
         return ctx.model, ctx.tok  # SFT is the training stage itself

@@ -1,6 +1,6 @@
 """Shared trainer machinery: LoRA (through peft), gradient checkpointing, bf16 autocast.
 
-    model = prepare_model(model, cfg.trainer)        # LoRA-wrap / checkpointing as configured
+    model = prepare_model(model, cfg.trainer, cfg.seed)  # LoRA-wrap (adapters from the seed) / checkpointing
     with autocast(cfg.trainer): loss = ...           # bf16 where the device has it
     save_policy(*export_model(model, tok), out)      # LoRA merged into a plain HF model
 
@@ -28,7 +28,13 @@ def linear_module_names(model: Any) -> list[str]:
     return sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
 
 
-def apply_lora(model: Any, tcfg: TrainerConfig) -> Any:
+def apply_lora(model: Any, tcfg: TrainerConfig, seed: int) -> Any:
+    """`model` wrapped with fresh adapters. Their initialisation (peft: A random, B zero) draws from a
+    generator seeded with `seed` alone, never from the process's torch RNG, so the same seed gives the same
+    adapters whatever ran before (an unseeded warm-up gave two runs of one seed different SFT losses from
+    its second step on, and different held-out results)."""
+    import torch
+
     lcfg = tcfg.lora
     have = linear_module_names(model)
     missing = [t for t in lcfg.target_modules if t not in have]
@@ -45,17 +51,20 @@ def apply_lora(model: Any, tcfg: TrainerConfig) -> Any:
 
     with warnings.catch_warnings():  # peft reads transformers' deprecated `is_gradient_checkpointing` alias
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-        return get_peft_model(model, pcfg)
+        with torch.random.fork_rng():  # CPU and CUDA: the caller's RNG streams go on as if nothing drew from them
+            torch.manual_seed(seed)
+            return get_peft_model(model, pcfg)
 
 
-def prepare_model(model: Any, tcfg: TrainerConfig) -> Any:
+def prepare_model(model: Any, tcfg: TrainerConfig, seed: int) -> Any:
+    """LoRA-wrap (adapters initialised from `seed`: `apply_lora`) and/or checkpointing, as `tcfg` says."""
     if tcfg.grad_accum < 1:
         raise ConfigError(f"trainer.grad_accum must be >= 1, got {tcfg.grad_accum}")
     if tcfg.gradient_checkpointing:
         model.config.use_cache = False
         model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     if tcfg.lora is not None:
-        model = apply_lora(model, tcfg)
+        model = apply_lora(model, tcfg, seed)
     return model
 
 

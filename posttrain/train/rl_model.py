@@ -1,6 +1,6 @@
 """The RL policy under the shared trainer machinery (`trainer:`): LoRA, gradient checkpointing, bf16.
 
-    model = prepare_model(base, cfg.trainer)   # lora.py: LoRA-wrap and/or checkpointing
+    model = prepare_model(base, cfg.trainer, cfg.seed)  # lora.py: LoRA-wrap (from the seed) and/or checkpointing
     state = plain_state(model)                 # full HF-named weights for the engine (LoRA merged)
     plain = export_model(model)                # a plain HF model for a checkpoint directory
 

@@ -126,7 +126,7 @@ def default_trainer(cfg: Any, model: Any, tok: Any, ref: Any) -> Trainer:
     from posttrain.train.sharded.session import active as sharded_active
 
     if not sharded_active():
-        return LocalTrainer(cfg, prepare_model(model, cfg.trainer), ref, tok.pad_token_id)
+        return LocalTrainer(cfg, prepare_model(model, cfg.trainer, cfg.seed), ref, tok.pad_token_id)
     from posttrain.train.sharded.trainer import ShardedTrainer
 
     return ShardedTrainer.start(cfg, model, tok, ref)

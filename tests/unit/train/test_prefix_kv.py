@@ -109,7 +109,7 @@ def test_lora_gradients_match_through_peft():
     from posttrain.config import LoraConfig, TrainerConfig
     from posttrain.train.lora import prepare_model
 
-    model = prepare_model(llama(), TrainerConfig(lora=LoraConfig(target_modules=["q_proj", "v_proj"])))
+    model = prepare_model(llama(), TrainerConfig(lora=LoraConfig(target_modules=["q_proj", "v_proj"])), 0)
     for n, p in model.named_parameters():  # peft starts B at zero: make the adapters matter
         if "lora_B" in n:
             torch.nn.init.normal_(p, std=0.1)

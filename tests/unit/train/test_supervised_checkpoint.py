@@ -25,7 +25,7 @@ def _train(run_dir, steps, every, resume=False, lora=False):
 
     model, tok = tiny()
     tcfg = TrainerConfig(precision="fp32", lora=LoraConfig(r=4) if lora else None)
-    model = prepare_model(model, tcfg)
+    model = prepare_model(model, tcfg, 0)
     trainer = LocalSupervisedTrainer(model, CFG.optim, CFG.steps, tcfg)
     hist = train_supervised(EncodedSFT(sft_items(), CFG, tok.pad_token_id), trainer, steps, seed=3,
                             checkpoints=SupervisedCheckpoints(run_dir, tok, every, resume))

@@ -67,7 +67,7 @@ def test_lora_gradients_match_through_peft():
     from posttrain.config import LoraConfig, TrainerConfig
     from posttrain.train.lora import prepare_model
 
-    model = prepare_model(llama(), TrainerConfig(lora=LoraConfig(target_modules=["q_proj", "v_proj"])))
+    model = prepare_model(llama(), TrainerConfig(lora=LoraConfig(target_modules=["q_proj", "v_proj"])), 0)
     for n, p in model.named_parameters():  # peft starts B at zero: make the adapters matter
         if "lora_B" in n:
             torch.nn.init.normal_(p, std=0.1)
@@ -111,7 +111,7 @@ def test_under_gradient_checkpointing_the_update_uses_the_dense_layout(tiny):
     from posttrain.train.shared_prefix import SharedBatch
     from posttrain.train.update import SampleLayout
 
-    model = prepare_model(copy.deepcopy(tiny[0]), TrainerConfig(gradient_checkpointing=True))
+    model = prepare_model(copy.deepcopy(tiny[0]), TrainerConfig(gradient_checkpointing=True), 0)
     ts = trajs()
     layout = SampleLayout(model, ts, pack_trajectories(ts, tiny[1]), tiny[1], RLConfig(prefix_layout="varlen"))
     assert isinstance(layout.sb, SharedBatch)
