@@ -1,15 +1,15 @@
 """Each training step's memory, for its metrics row (the report's "memory per step" panel).
 
     mem = StepMemory()          # at the loop's start
-    row.update(mem.read())      # at each step's end: this step's figures; the next step's peak starts here
+    row.update(mem.read())      # at each step's end
 
-`mem/step_peak_gib`: the process's resident high-water mark since the previous read (Linux: /proc/self/status
-VmHWM, reset by writing 5 to /proc/self/clear_refs), so a step's figure is that step's, not the run's. The
-first step's includes loading. Where the reset is refused (not Linux, or a locked-down /proc) the figure is
-the run's peak so far (`ru_maxrss`) and `mem/peak_is_run` says so (1.0).
-`mem/rss_gib`: resident now. A steady rise over steps is memory growing (a cache, fragmentation): the thing
-RSS at the end of a run hides and `benchmarks/rl_memory_trace.py` digs into.
-`mem/cuda_peak_gib`: torch's peak allocated on the current CUDA device over the step, when CUDA is in use.
+`mem/rss_gib`: resident at the step's end (Linux: /proc/self/status VmRSS). A steady rise over steps is memory
+growing (a cache, fragmentation), which a run's final figure hides; `benchmarks/rl_memory_trace.py` digs into it.
+`mem/peak_gib`: the process's resident high-water mark so far (VmHWM; elsewhere `ru_maxrss`). It is the run's
+peak, not the step's: Linux could restart it each step (writing 5 to /proc/self/clear_refs), but that would also
+lower what `/usr/bin/time -v` and `getrusage` report for the whole process, the figures users measure a run by.
+`mem/cuda_step_peak_gib`: torch's peak allocated on the current CUDA device over the step, when CUDA is in use
+(torch's own counter, restarted each step: no outside tool reads it).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from pathlib import Path
 
 GIB = 2**30
 _STATUS = Path("/proc/self/status")
-_CLEAR_REFS = Path("/proc/self/clear_refs")
 
 
 def _status_kib(key: str) -> int | None:
@@ -34,32 +33,17 @@ def _status_kib(key: str) -> int | None:
     return None
 
 
-def _reset_peak() -> bool:
-    """Start VmHWM again from the current RSS; False where /proc refuses."""
-    try:
-        _CLEAR_REFS.write_text("5")
-        return True
-    except OSError:
-        return False
-
-
 class StepMemory:
-    """Reads a step's memory figures and starts the next step's peak (module docstring)."""
-
-    def __init__(self) -> None:
-        self.resets = _reset_peak()
+    """Reads a step's memory figures (module docstring); never resets the process's own high-water mark."""
 
     def read(self) -> dict[str, float]:
         hwm, rss = _status_kib("VmHWM"), _status_kib("VmRSS")
-        if hwm is None or rss is None:  # not Linux: the run's peak (macOS reports bytes, Linux KiB)
+        if hwm is None or rss is None:  # not Linux: getrusage's peak (macOS reports bytes, Linux KiB)
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-            row = {"mem/step_peak_gib": peak / GIB, "mem/peak_is_run": 1.0}
+            row = {"mem/peak_gib": peak / GIB}
         else:
-            row = {"mem/step_peak_gib": hwm * 1024 / GIB, "mem/rss_gib": rss * 1024 / GIB}
-            if not self.resets:
-                row["mem/peak_is_run"] = 1.0
+            row = {"mem/peak_gib": hwm * 1024 / GIB, "mem/rss_gib": rss * 1024 / GIB}
         row.update(self._cuda())
-        self.resets = _reset_peak()
         return row
 
     @staticmethod
@@ -69,4 +53,4 @@ class StepMemory:
             return {}
         peak = torch.cuda.max_memory_allocated()
         torch.cuda.reset_peak_memory_stats()
-        return {"mem/cuda_peak_gib": peak / GIB}
+        return {"mem/cuda_step_peak_gib": peak / GIB}

@@ -35,7 +35,7 @@ def test_rl_three_steps_writes_the_run_directory(tmp_path):
         assert (out / name).is_file(), name
     assert metric_steps(out) == [0, 1, 2]
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert all(r["mem/step_peak_gib"] >= r["mem/rss_gib"] > 0 for r in rows)  # each step's memory, for the report
+    assert all(r["mem/peak_gib"] >= r["mem/rss_gib"] > 0 for r in rows)  # each step's memory, for the report
     assert (out / "checkpoints" / "step-2" / "config.json").is_file()
     assert any(p.name.startswith("events.out.tfevents") for p in (out / "tb").iterdir())
     rows = sqlite3.connect(out / "trajectories.sqlite").execute("SELECT COUNT(*), COUNT(DISTINCT step) FROM trajectories").fetchone()

@@ -37,7 +37,7 @@ def test_training_curves_wrap_instead_of_running_off_the_page():
 def test_step_memory_has_its_own_panel():
     from posttrain.eval.run_report import PANELS
 
-    assert [title for title, _, pred in PANELS if pred("mem/step_peak_gib") and pred("mem/rss_gib")] == ["memory per step"]
+    assert [title for title, _, pred in PANELS if pred("mem/peak_gib") and pred("mem/rss_gib")] == ["memory per step"]
 
 
 def test_compare_report_flips_carry_their_prompts(make_run, planted):
