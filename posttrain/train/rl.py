@@ -48,7 +48,7 @@ from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, se
 from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
 from posttrain.train.longtail_source import LongTailBatchSource
 from posttrain.train.loss_norm import step_counts
-from posttrain.train.step_memory import StepMemory
+from posttrain.train.step_memory import step_memory
 from posttrain.train.trainer import Trainer, default_trainer, reference_model
 from posttrain.train.update import NonFiniteLoss, metric_name
 from posttrain.types import Task, Trajectory
@@ -79,7 +79,6 @@ class RLState:
     # Per-token advantages in place of rl.advantage on the rewards: trajectories [B] -> (adv [B, W], per-sample
     # mean [B] for the store). On-policy distillation's teacher (train/distill.py, recipes/distill.py).
     token_advantages: Callable[[list[Trajectory]], tuple[torch.Tensor, torch.Tensor]] | None = None
-    mem: StepMemory = field(default_factory=StepMemory)  # mem/* in each row: the step's peak, RSS (step_memory.py)
 
     @property
     def model(self) -> Any:
@@ -284,7 +283,7 @@ async def observe_step(st: RLState, source: BatchSource, row: dict[str, float]) 
             if f.alarm and f.warning_key not in st.warnings:  # a detector's first alarm: a run warning, once
                 st.warnings[f.warning_key] = f.warning()
                 print(f"posttrain: warning: {f.warning()}", file=sys.stderr)
-    row.update(st.mem.read())  # the step's peak covers its eval and detectors too
+    row.update(step_memory())  # mem/*: read last, so the step's eval and detectors are inside it
     st.metrics.log(st.step, row)
     st.history.append(row)
 

@@ -1,7 +1,6 @@
 """Each training step's memory, for its metrics row (the report's "memory per step" panel).
 
-    mem = StepMemory()          # at the loop's start
-    row.update(mem.read())      # at each step's end
+    row.update(step_memory())   # at each step's end
 
 `mem/rss_gib`: resident at the step's end (Linux: /proc/self/status VmRSS). A steady rise over steps is memory
 growing (a cache, fragmentation), which a run's final figure hides; `benchmarks/rl_memory_trace.py` digs into it.
@@ -33,24 +32,22 @@ def _status_kib(key: str) -> int | None:
     return None
 
 
-class StepMemory:
-    """Reads a step's memory figures (module docstring); never resets the process's own high-water mark."""
+def step_memory() -> dict[str, float]:
+    """The step's memory figures (module docstring); never resets the process's own high-water mark."""
+    hwm, rss = _status_kib("VmHWM"), _status_kib("VmRSS")
+    if hwm is None or rss is None:  # not Linux: getrusage's peak (macOS reports bytes, Linux KiB)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        row = {"mem/peak_gib": peak / GIB}
+    else:
+        row = {"mem/peak_gib": hwm * 1024 / GIB, "mem/rss_gib": rss * 1024 / GIB}
+    row.update(_cuda_step_peak())
+    return row
 
-    def read(self) -> dict[str, float]:
-        hwm, rss = _status_kib("VmHWM"), _status_kib("VmRSS")
-        if hwm is None or rss is None:  # not Linux: getrusage's peak (macOS reports bytes, Linux KiB)
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-            row = {"mem/peak_gib": peak / GIB}
-        else:
-            row = {"mem/peak_gib": hwm * 1024 / GIB, "mem/rss_gib": rss * 1024 / GIB}
-        row.update(self._cuda())
-        return row
 
-    @staticmethod
-    def _cuda() -> dict[str, float]:
-        torch = sys.modules.get("torch")  # never imports torch, nor initialises CUDA, for this
-        if torch is None or not torch.cuda.is_initialized():
-            return {}
-        peak = torch.cuda.max_memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        return {"mem/cuda_step_peak_gib": peak / GIB}
+def _cuda_step_peak() -> dict[str, float]:
+    torch = sys.modules.get("torch")  # never imports torch, nor initialises CUDA, for this
+    if torch is None or not torch.cuda.is_initialized():
+        return {}
+    peak = torch.cuda.max_memory_allocated()
+    torch.cuda.reset_peak_memory_stats()  # torch's own counter: restarting it disturbs no outside tool
+    return {"mem/cuda_step_peak_gib": peak / GIB}

@@ -41,7 +41,7 @@ import torch
 
 from posttrain.config import OptimConfig, TrainerConfig
 from posttrain.train.optim import build_optimizer, build_schedule
-from posttrain.train.step_memory import StepMemory
+from posttrain.train.step_memory import step_memory
 
 OnStep = Callable[[int, dict], None]  # (step, metrics row)
 
@@ -174,7 +174,6 @@ class SupervisedRun:
         self.rng = random.Random(seed)  # the only source of batch order: same seed, same batches, any world size
         self.eval_every, self.on_step = eval_every, on_step
         self.history: list[dict] = []
-        self.mem = StepMemory()  # mem/* in each row: the step's peak and RSS (step_memory.py)
 
     def step(self) -> dict[str, float]:
         step = len(self.history)
@@ -182,7 +181,7 @@ class SupervisedRun:
         row = {**self.trainer.step(self.objective, batch, step), **batch.logged}
         if self.eval_every and ((step + 1) % self.eval_every == 0 or step + 1 == self.steps):
             row.update(self.trainer.evaluate(self.objective))
-        row.update(self.mem.read())
+        row.update(step_memory())  # mem/*: resident at the step's end, the run's peak so far
         self.history.append(row)
         if self.on_step is not None:
             self.on_step(step, row)

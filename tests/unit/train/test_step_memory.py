@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from posttrain.train import step_memory
-from posttrain.train.step_memory import StepMemory
+from posttrain.train.step_memory import step_memory as read_memory
 
 GIB = 2**30
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmRSS and VmHWM are Linux's")
@@ -14,21 +14,19 @@ linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmRSS a
 
 @linux
 def test_resident_memory_rises_by_what_the_step_holds():
-    mem = StepMemory()
-    before = mem.read()["mem/rss_gib"]
+    before = read_memory()["mem/rss_gib"]
     block = bytearray(512 * 2**20)  # touched: resident
-    after = mem.read()["mem/rss_gib"]
+    after = read_memory()["mem/rss_gib"]
     del block
     assert after - before >= 0.45
 
 
 @linux
 def test_the_peak_remembers_memory_already_freed():
-    mem = StepMemory()
     block = bytearray(512 * 2**20)
-    held = mem.read()["mem/rss_gib"]
+    held = read_memory()["mem/rss_gib"]
     del block
-    row = mem.read()
+    row = read_memory()
     # the kernel batches its RSS counters: two reads may differ by a few hundred KiB
     assert row["mem/peak_gib"] >= held - 0.01 and held > row["mem/rss_gib"] + 0.4
 
@@ -39,11 +37,11 @@ def test_reading_leaves_the_process_high_water_mark_as_it_was():  # what /usr/bi
     del block
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for _ in range(3):
-        StepMemory().read()
+        read_memory()
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >= before
 
 
 def test_without_proc_the_peak_comes_from_getrusage(monkeypatch, tmp_path):
     monkeypatch.setattr(step_memory, "_STATUS", tmp_path / "no_status")
-    row = StepMemory().read()
+    row = read_memory()
     assert row["mem/peak_gib"] > 0 and "mem/rss_gib" not in row
