@@ -37,7 +37,16 @@ def default_cache_path() -> Path:
     return Path(root) / "generations.sqlite"
 
 
+# Revision of the sampler's draws, in every sampled (temperature > 0) key. 2: the fast engine's sampler before
+# 2026-12-07 drew a random column in 0.29-1.6% of draws (its 24-bit uniforms rounded to 1.0; docs/rollout.md);
+# what it cached were not draws from the model, and keys without this are never asked for again. Greedy keys
+# carry no revision: greedy decoding never drew, and its entries stay valid.
+SAMPLED_DRAWS_REVISION = 2
+
+
 def cache_key(model_hash: str, prompt_ids: Sequence[int], sampling: dict[str, Any], seed: int, epoch: int) -> str:
+    if float(sampling.get("temperature", 0.0)) > 0:
+        sampling = {**sampling, "draws": SAMPLED_DRAWS_REVISION}
     blob = json.dumps([model_hash, list(prompt_ids), sampling, seed, epoch], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -249,10 +249,6 @@ def _keyed_sampling(task: Task, sampling: dict[str, Any]) -> dict[str, Any]:
     from posttrain.tasks.images import task_images
 
     out = dict(sampling)
-    if float(sampling.get("temperature", 0.0)) > 0:
-        # sampled generations cached before the fast sampler's fix (2026-12-07: its 24-bit uniforms drew a
-        # random column in 0.29-1.6% of draws) were not draws from the model: their keys lack this, never reused
-        out["draws"] = 2
     shas = [a.sha256 for a in task_images(task)]
     if shas:
         out["images"] = shas
