@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gemma3_rl import t_interval  # noqa: E402
-from vs_trl_smollm2 import mcnemar, read_scores  # noqa: E402
+from vs_trl_smollm2 import paired_heldout, read_scores  # noqa: E402
 
 
 def side(arg: str) -> tuple[Path, str]:
@@ -51,21 +49,13 @@ def main() -> None:
         raise SystemExit(f"{da} and {db} hold different held-out tasks: nothing to pair")
     print(f"| seed | {sa} ({da.name}) | {sb} ({db.name}) | difference | McNemar p ({sa} only / {sb} only) |")
     print("|---:|---:|---:|---:|---|")
-    diffs, pa, pb = [], [], []
-    for seed in args.seeds:
-        a, b = scores(da, sa, seed), scores(db, sb, seed)
-        m = mcnemar(a, b)
-        pa.append(sum(a) / len(a))
-        pb.append(sum(b) / len(b))
-        diffs.append(pa[-1] - pb[-1])
-        print(f"| {seed} | {pa[-1]:.3f} | {pb[-1]:.3f} | {diffs[-1]:+.3f} | {m['p']:.2g} ({m['a_only']} / {m['b_only']}) |")
-    out = {"diff_mean": round(statistics.mean(diffs), 4), "diff_ci95": t_interval(diffs)}
-    if len(diffs) >= 2:
-        from scipy.stats import ttest_rel
-
-        t = ttest_rel(pa, pb)
-        out["paired_t_p"] = None if t.pvalue != t.pvalue else round(float(t.pvalue), 4)
-    print(json.dumps(out))
+    p = paired_heldout({s: scores(da, sa, s) for s in args.seeds}, {s: scores(db, sb, s) for s in args.seeds})
+    for i, seed in enumerate(p["seeds"]):
+        m = p["mcnemar"][seed]
+        print(f"| {seed} | {p['pass_a'][i]:.3f} | {p['pass_b'][i]:.3f} | {p['pass_diff'][i]:+.3f} | {m['p']:.2g} "
+              f"({m['a_only']} / {m['b_only']}) |")
+    print(json.dumps({"diff_mean": p["pass_diff_mean"], "diff_ci95": p["pass_diff_ci95"],
+                      **({"paired_t_p": p["paired_t_p"]} if "paired_t_p" in p else {})}))
 
 
 if __name__ == "__main__":

@@ -14,25 +14,24 @@ temperature != 1 are not comparable (the logprobs are of the raw logits).
 from __future__ import annotations
 
 import argparse
-import json
-import sqlite3
 from pathlib import Path
+
+from posttrain.store.run import RunDir
 
 
 def tail(run: Path, below: float) -> dict:
-    db = sqlite3.connect(f"file:{run / 'trajectories.sqlite'}?mode=ro", uri=True)
     tokens = low = comps = comps_low = 0
-    for (blob,) in db.execute("SELECT data FROM trajectories WHERE kind = 'train'"):  # JSON text
-        d = json.loads(blob)
-        hit = False
-        for turn in d["turns"]:
-            if turn.get("trainable"):
-                tokens += len(turn["logprobs"])
-                n = sum(lp < below for lp in turn["logprobs"])
-                low += n
-                hit = hit or n > 0
-        comps += 1
-        comps_low += hit
+    with RunDir(run).queries() as q:
+        for traj in q.trajectories(kind="train"):
+            hit = False
+            for turn in traj.turns:
+                if turn.trainable:
+                    tokens += len(turn.logprobs)
+                    n = sum(lp < below for lp in turn.logprobs)
+                    low += n
+                    hit = hit or n > 0
+            comps += 1
+            comps_low += hit
     return {"run": str(run), "tokens": tokens, "below": below, "low_frac": low / max(1, tokens),
             "completions": comps, "completions_with_one": comps_low / max(1, comps)}
 

@@ -311,6 +311,25 @@ def mcnemar(a: list[int], b: list[int]) -> dict:
     return {"a_only": ab, "b_only": ba, "p": mcnemar_exact(ab, ba)}
 
 
+def paired_heldout(a: dict[int, list[int]], b: dict[int, list[int]]) -> dict:
+    """Two sides' held-out pass lists on the same items, {seed: [0/1 per item]} each: per seed the pass@1 of
+    both, their difference (a - b) and the exact McNemar p; across seeds the mean difference, its 95%
+    t-interval and the paired t-test's p (2+ seeds)."""
+    seeds = list(a)
+    pa = [sum(a[s]) / len(a[s]) for s in seeds]
+    pb = [sum(b[s]) / len(b[s]) for s in seeds]
+    diffs = [x - y for x, y in zip(pa, pb)]
+    out = {"seeds": seeds, "pass_a": [round(x, 4) for x in pa], "pass_b": [round(x, 4) for x in pb],
+           "pass_diff": [round(x, 4) for x in diffs], "pass_diff_mean": round(statistics.mean(diffs), 4),
+           "pass_diff_ci95": t_interval(diffs), "mcnemar": {s: mcnemar(a[s], b[s]) for s in seeds}}
+    if len(seeds) >= 2:
+        from scipy.stats import ttest_rel
+
+        t = ttest_rel(pa, pb)
+        out["paired_t_p"] = None if t.pvalue != t.pvalue else round(float(t.pvalue), 4)
+    return out
+
+
 def calibrate(a: argparse.Namespace) -> None:
     for level in a.calibrate:
         a.difficulty = level
@@ -378,20 +397,16 @@ def main() -> None:
     if set(a.sides) == {"trl", "posttrain"}:
         per = {(r["side"], r["seed"]): r for r in runs}
         seeds = a.seeds
-        diffs = [per["posttrain", s]["pass@1"] - per["trl", s]["pass@1"] for s in seeds]
+        held = paired_heldout({s: per["posttrain", s]["heldout"] for s in seeds}, {s: per["trl", s]["heldout"] for s in seeds})
         doc["paired"] = {
             "step_time_ratio": [round(per["posttrain", s]["mean_step_s"] / per["trl", s]["mean_step_s"], 3) for s in seeds],
             "peak_pss_ratio": [round(per["posttrain", s]["peak_pss_gib"] / per["trl", s]["peak_pss_gib"], 3) for s in seeds],
-            "pass_diff_ours_minus_trl": [round(x, 4) for x in diffs], "pass_diff_mean": round(statistics.mean(diffs), 4),
-            "pass_diff_ci95": t_interval(diffs),
-            "mcnemar_ours_vs_trl": {s: mcnemar(per["posttrain", s]["heldout"], per["trl", s]["heldout"]) for s in seeds},
+            "pass_diff_ours_minus_trl": held["pass_diff"], "pass_diff_mean": held["pass_diff_mean"],
+            "pass_diff_ci95": held["pass_diff_ci95"], "mcnemar_ours_vs_trl": held["mcnemar"],
             "mcnemar_vs_base": {f"{side}-s{s}": mcnemar(per[side, s]["heldout"], base) for side in a.sides for s in seeds},
         }
-        if len(seeds) >= 2:
-            from scipy.stats import ttest_rel
-
-            t = ttest_rel([per["posttrain", s]["pass@1"] for s in seeds], [per["trl", s]["pass@1"] for s in seeds])
-            doc["paired"]["paired_t_p"] = None if t.pvalue != t.pvalue else float(t.pvalue)
+        if "paired_t_p" in held:
+            doc["paired"]["paired_t_p"] = held["paired_t_p"]
         print(json.dumps(doc["paired"]), flush=True)
     Path(a.results).write_text(json.dumps(doc, indent=1))
 
