@@ -21,25 +21,27 @@ GIB = 2**30
 _STATUS = Path("/proc/self/status")
 
 
-def _status_kib(key: str) -> int | None:
-    """A `key:  N kB` line of /proc/self/status, or None off Linux."""
+def _status_kib(*keys: str) -> dict[str, int] | None:
+    """The `key:  N kB` lines of /proc/self/status, from ONE read (so they are one snapshot), or None off Linux.
+
+    Two reads would race the process's other threads: RSS read after the high-water mark could exceed it.
+    """
     try:
-        for line in _STATUS.read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
+        text = _STATUS.read_text()
     except OSError:
         return None
-    return None
+    found = {line.split(":")[0]: int(line.split()[1]) for line in text.splitlines() if line.split(":")[0] in keys}
+    return found if len(found) == len(keys) else None
 
 
 def step_memory() -> dict[str, float]:
     """The step's memory figures (module docstring); never resets the process's own high-water mark."""
-    hwm, rss = _status_kib("VmHWM"), _status_kib("VmRSS")
-    if hwm is None or rss is None:  # not Linux: getrusage's peak (macOS reports bytes, Linux KiB)
+    kib = _status_kib("VmHWM", "VmRSS")
+    if kib is None:  # not Linux: getrusage's peak (macOS reports bytes, Linux KiB)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
         row = {"mem/peak_gib": peak / GIB}
-    else:
-        row = {"mem/peak_gib": hwm * 1024 / GIB, "mem/rss_gib": rss * 1024 / GIB}
+    else:  # max(): the kernel folds the current RSS into VmHWM lazily; a peak is never below what is resident now
+        row = {"mem/peak_gib": max(kib["VmHWM"], kib["VmRSS"]) * 1024 / GIB, "mem/rss_gib": kib["VmRSS"] * 1024 / GIB}
     row.update(_cuda_step_peak())
     return row
 
