@@ -181,13 +181,13 @@ def main() -> None:
 
 
 def t_interval(xs: list[float]) -> list[float] | None:
-    """95% t-interval of the mean (None for fewer than 2 values)."""
+    """95% t-interval of the mean (None for fewer than 2 values): posttrain's own, each value its own cluster."""
     if len(xs) < 2:
         return None
-    from scipy import stats
+    from posttrain.eval.stats import clustered_mean_ci
 
-    half = stats.t.ppf(0.975, len(xs) - 1) * statistics.stdev(xs) / len(xs) ** 0.5
-    return [round(statistics.mean(xs) - half, 4), round(statistics.mean(xs) + half, 4)]
+    ci = clustered_mean_ci(xs, range(len(xs)))  # one value per cluster: the plain s / sqrt(n) t-interval
+    return [round(ci.low, 4), round(ci.high, 4)]
 
 
 def run_one(args: argparse.Namespace, model: Path, seed: int) -> dict:

@@ -42,8 +42,8 @@ def main() -> None:
     ap.add_argument("--below", type=float, default=-12.0)
     a = ap.parse_args()
     for run in a.runs:
-        if not (run / "trajectories.sqlite").is_file():
-            raise SystemExit(f"{run}: no trajectories.sqlite (not a posttrain run directory)")
+        if not RunDir(run).has_trajectories():
+            raise SystemExit(f"{run}: no {RunDir(run).trajectories.name} (not a posttrain run directory)")
     print("| run | tokens | logprob < %g | completions with one |" % a.below)
     print("|---|---:|---:|---:|")
     for run in a.runs:
