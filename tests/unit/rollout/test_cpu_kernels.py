@@ -161,6 +161,24 @@ def test_c_sampler_draws_what_the_tensor_sampler_draws():
     assert torch.equal(fused[0], plain[0]) and (fused[1] - plain[1]).abs().max() < 1e-5
 
 
+def test_c_sampler_breaks_ties_at_the_lowest_id_as_torch_argmax():
+    """The C sampler merges per-lane maxima: equal scores in different lanes (and in the scalar
+    tail) must still give the lowest id, as the tensor path's argmax does."""
+    from posttrain.rollout.engines.fast import sampling
+
+    logits = torch.randn(4, 300, generator=torch.Generator().manual_seed(1))
+    logits[0, [13, 5, 299]] = 9.0  # greedy: three equal maxima, lanes 5 and 13 % 8 and the tail
+    logits[1, [299, 298]] = 9.0  # greedy: equal maxima in the tail only
+    logits[2, [21, 3]] = float("inf")  # sampled: two infinite scores in different lanes
+    logits[3, [7, 296]] = float("inf")  # sampled: a lane's and a tail column's
+    rp = sampling.RowParams.build([0.0, 0.0, 1.0, 1.0], [1.0] * 4, [0] * 4, [0, 1, 2, 3], [0] * 4,
+                                  torch.device("cpu"))
+    fused, _ = sampling.sample(logits, rp, torch.zeros(4, dtype=torch.long))
+    with sampling.tensor_path():
+        plain, _ = sampling.sample(logits, rp, torch.zeros(4, dtype=torch.long))
+    assert fused.tolist() == plain.tolist() == [5, 298, 3, 7]
+
+
 def test_silu_mul_matches_the_tensor_ops():
     gu = torch.randn(3, 5, 2 * 37) * 20  # large |x| on both sides; 37 leaves a scalar tail
     g, u = gu.split(37, dim=-1)

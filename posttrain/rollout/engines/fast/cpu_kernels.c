@@ -260,36 +260,53 @@ int sample_rows(const float* logits, const float* temp, const int64_t* seed, con
         for (int64_t b = 0; b < B; b++) {
             if (!c32) continue;
             const float* x = logits + b * V;
-            float m = -INFINITY;
-            int64_t best = 0;
-            for (int64_t v = 0; v < V; v++) if (x[v] > m) { m = x[v]; best = v; }
-            v8 zv = splat(0.f);
+            v8 mv = splat(-INFINITY);
             int64_t v = 0;
-            for (; v + 8 <= V; v += 8) zv += exp8(load8(x + v) - m);
+            for (; v + 8 <= V; v += 8) { const v8 xv = load8(x + v); mv = select8(xv > mv, xv, mv); }
+            float m = -INFINITY;
+            for (int j = 0; j < 8; j++) m = mv[j] > m ? mv[j] : m;
+            for (; v < V; v++) m = x[v] > m ? x[v] : m;
+            v8 zv = splat(0.f);
+            for (v = 0; v + 8 <= V; v += 8) zv += exp8(load8(x + v) - m);
             float z = 0.f;
             for (int j = 0; j < 8; j++) z += zv[j];
             for (; v < V; v++) z += expf(x[v] - m);
+            int64_t best = 0;
             if (temp[b] > 0.f) {
                 uint32_t key = mix32((uint32_t)seed[b] ^ (uint32_t)stream);
                 key = mix32(key ^ (uint32_t)((uint64_t)seed[b] >> 32));
                 key = mix32(key ^ (uint32_t)sample[b]);
                 key = mix32(key ^ (uint32_t)pos[b]);
                 const float inv_t = 1.f / temp[b];
-                float top = -INFINITY;
-                best = 0;
-                for (v = 0; v + 8 <= V; v += 8) {
+                /* each lane keeps its own first maximum (strict >, ascending v), then the lanes
+                   are merged: the largest score, the lowest id among equal ones, as one scan */
+                v8 topv = splat(-INFINITY);
+                vi8 idx = {0, 1, 2, 3, 4, 5, 6, 7}, bestv = {0, 0, 0, 0, 0, 0, 0, 0};
+                for (v = 0; v + 8 <= V; v += 8, idx += 8) {
                     vu8 cv;
                     memcpy(&cv, c32 + v, sizeof cv);
                     const vu8 bits = mix32x8(cv ^ key) >> 9;  /* 23 bits: u < 1 exactly (sampling.unit_floats) */
                     const v8 u = (__builtin_convertvector(bits, v8) + 0.5f) * (1.0f / 8388608.0f);
                     const v8 sc = load8(x + v) * inv_t - log8(-log8(u));
-                    for (int j = 0; j < 8; j++) if (sc[j] > top) { top = sc[j]; best = v + j; }
+                    const vi8 gt = (vi8)(sc > topv);
+                    topv = select8(gt, sc, topv);
+                    bestv = (bestv & ~gt) | (idx & gt);
                 }
+                float top = -INFINITY;
+                best = 0;
+                for (int j = 0; j < 8; j++)
+                    if (topv[j] > top || (topv[j] == top && topv[j] > -INFINITY && bestv[j] < best)) {
+                        top = topv[j];
+                        best = bestv[j];
+                    }
                 for (; v < V; v++) {
                     const float u = ((float)(mix32(key ^ c32[v]) >> 9) + 0.5f) * (1.0f / 8388608.0f);
                     const float sc = x[v] * inv_t - logf(-logf(u));
                     if (sc > top) { top = sc; best = v; }
                 }
+            } else {  /* argmax: the first position holding the maximum */
+                while (best < V && !(x[best] == m)) best++;
+                if (best == V) best = 0;
             }
             tok[b] = best;
             lp[b] = (x[best] - m) - logf(z);
