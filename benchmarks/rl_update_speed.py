@@ -1,14 +1,19 @@
-"""Issue 38's two speed items, each A against B in one process (interleaved repeats, medians).
+"""Issue 38's speed items: A against B in one process (interleaved repeats, medians), and the weight sync's parts.
 
     .venv/bin/python benchmarks/rl_update_speed.py update [--repeats 5] [--threads 1] [--pass-tokens 2048 4096] [--bf16]
         [--cell G MEAN] [--dense]
     .venv/bin/python benchmarks/rl_update_speed.py rollout --model-dir models/smollm2 [--repeats 3] [--threads 2]
+    .venv/bin/python benchmarks/rl_update_speed.py sync --model-dir models/smollm2 [--repeats 5] [--threads 2]
 
 `update`: the shared-prefix update at G = 16, ~86 completion tokens (rl_step_bench.py's cell:
 the built-in tiny model, 16 prompts of 10-40 tokens), `rl.prefix_layout` kv (a prompt pass and
 several completion passes) against varlen (train/varlen.py: one flat row, one forward; and the
 same cut into passes of whole groups of about --pass-tokens tokens). One step = update_policy
 (pack, forward, backward, clip, AdamW), as the RL loop calls it.
+
+`sync`: the weight sync after each update, on a real model with LoRA r = 16 on q/k/v/o into a
+`fast` engine with bf16 matmul weights: the LoRA merge, the install's check-and-copy and its
+verification, medians of --repeats rounds (each after nudging every adapter).
 
 `rollout`: bf16 rollouts with the fp32 recompute against fp32 rollouts, on a real model (an HF
 directory, e.g. `posttrain models get smollm2-135m-instruct --out models/smollm2`) with LoRA
@@ -157,9 +162,48 @@ def bench_rollout(model_dir: Path, repeats: int, n_prompts: int, group: int, new
           f"logprob gap corrected: mean {float(gap.sum() / tb.loss_mask.sum()):.4f}, max {float(gap.max()):.4f}")
 
 
+def bench_sync(model_dir: Path, repeats: int, rank: int = 16) -> None:
+    """The RL loop's weight sync after an update (LocalTrainer.push_weights): LoRA r = `rank` on
+    q/k/v/o merged into plain weights (rl_model.plain_state), then installed into a `fast` engine
+    holding bf16 matmul weights and verified (weight_sync.install). Each round first nudges every
+    adapter, as an optimizer step does, so the 120 merged matrices change and the rest do not."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from posttrain.config import LoraConfig, TrainerConfig
+    from posttrain.rollout.engines.fast.engine import FastEngine
+    from posttrain.train.lora import prepare_model
+    from posttrain.train.rl_model import plain_state
+
+    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    eng = FastEngine(copy.deepcopy(base), tok, matmul_dtype="bfloat16")
+    lora = LoraConfig(r=rank, alpha=2 * rank, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+    policy = prepare_model(base, TrainerConfig(lora=lora), 0)
+    adapters = [p for p in policy.parameters() if p.requires_grad]
+    g = torch.Generator().manual_seed(0)
+    parts: dict[str, list[float]] = {"merge s": [], "install: check + copy s": [], "install: verify s": [], "sync s": []}
+    for r in range(repeats + 1):
+        with torch.no_grad():
+            for p in adapters:
+                p.add_(torch.randn(p.shape, generator=g) * 1e-3)
+        t0 = time.perf_counter()
+        state = plain_state(policy)
+        t1 = time.perf_counter()
+        rep = eng.load_weights(state, r + 1)
+        t2 = time.perf_counter()
+        if r:  # round 0 warms up
+            for k, v in zip(parts, (t1 - t0, rep.copy_s, rep.verify_s, t2 - t0)):
+                parts[k].append(v)
+    print(f"{model_dir}: LoRA r={rank} on q/k/v/o, fast engine matmul_dtype bfloat16; {len(rep.changed)} of "
+          f"{rep.tensors} tensors changed a sync; median of {repeats}")
+    print("| part | s |\n|---|---:|")
+    for k, v in parts.items():
+        print(f"| {k} | {statistics.median(v):.3f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["update", "rollout"])
+    ap.add_argument("what", choices=["update", "rollout", "sync"])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--pass-tokens", type=float, nargs="*", default=[4096.0], help="update: varlen pass sizes too")
@@ -176,6 +220,8 @@ def main() -> None:
     header(a.threads)
     if a.what == "update":
         bench_update(a.repeats, a.pass_tokens, a.bf16, a.cell[0], a.cell[1], a.dense)
+    elif a.what == "sync":
+        bench_sync(a.model_dir, a.repeats)
     else:
         bench_rollout(a.model_dir, a.repeats, a.prompts, a.group, a.new_tokens)
     print(f"# load at the end {os.getloadavg()[0]:.1f}")

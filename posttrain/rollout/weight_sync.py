@@ -105,17 +105,22 @@ def install(views: Mapping[str, torch.Tensor], state: Mapping[str, Any], version
     with torch.no_grad():
         for name, view in views.items():
             src = state[name]
-            if expected is None and src.device == view.device and torch.equal(view, src.to(view.dtype)):
-                changed.discard(name)  # same process, already what the copy would write: the comparison verified it
-                continue
+            if expected is None:  # same process: the source as the view holds it, cast once for the check and the copy
+                low = src.to(device=view.device, dtype=view.dtype)
+                if torch.equal(view, low):
+                    changed.discard(name)  # already what the copy would write: the comparison verified it
+                    continue
+                src = low
             view.copy_(src)
             nbytes += view.numel() * view.element_size()
     t1 = time.perf_counter()
+    # Every copy is in before any is verified: a view that overlaps another (a wrong slice) is caught
+    # when the later copy has overwritten the earlier one's bytes.
     for name, view in views.items():
         if name not in changed:
             continue
         if expected is None:  # same process: compare the installed bytes with the source, exactly
-            src = state[name].to(view.dtype)
+            src = state[name].to(device=view.device, dtype=view.dtype)
             if not (torch.equal(view, src) or bool(((view == src) | (view.isnan() & src.isnan())).all())):
                 raise WeightSyncError(f"weight sync v{version}: tensor {name} differs from the trainer's after install")
             continue

@@ -57,6 +57,18 @@ def test_wrong_tensor_in_a_slot_is_detected(tiny):
         eng.load_weights(bad, version=5, manifest=sent)
 
 
+def test_a_view_overwritten_by_a_later_copy_is_detected_without_a_manifest(tiny):
+    """Same process (no manifest): every copy lands before any is verified, so a wrong slice that
+    overlaps another view is caught even though each copy alone went in right."""
+    model, tok = tiny
+    eng = FastEngine(model, tok)
+    first, second = "model.layers.0.self_attn.q_proj.weight", "model.layers.1.self_attn.q_proj.weight"
+    eng._views = {**eng._views, second: eng._views[first]}  # layer 1's q lands on layer 0's bytes
+    with pytest.raises(WeightSyncError, match="layers.0.self_attn.q_proj"):
+        eng.load_weights(_perturbed_state(model, 3), version=2)
+    assert eng.weights_version == -1
+
+
 def test_missing_and_misshapen_tensors_are_named(tiny):
     model, tok = tiny
     eng = FastEngine(model, tok)
