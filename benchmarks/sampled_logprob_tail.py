@@ -41,9 +41,9 @@ def main() -> None:
     ap.add_argument("runs", nargs="+", type=Path)
     ap.add_argument("--below", type=float, default=-12.0)
     a = ap.parse_args()
-    for run in a.runs:
-        if not RunDir(run).has_trajectories():
-            raise SystemExit(f"{run}: no {RunDir(run).trajectories.name} (not a posttrain run directory)")
+    for rd in map(RunDir, a.runs):
+        if not rd.has_trajectories():
+            raise SystemExit(f"{rd.path}: no {rd.trajectories.name} (not a posttrain run directory)")
     print("| run | tokens | logprob < %g | completions with one |" % a.below)
     print("|---|---:|---:|---:|")
     for run in a.runs:

@@ -30,7 +30,11 @@ def _status_kib(*keys: str) -> dict[str, int] | None:
         text = _STATUS.read_text()
     except OSError:
         return None
-    found = {line.split(":")[0]: int(line.split()[1]) for line in text.splitlines() if line.split(":")[0] in keys}
+    found = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")  # "VmRSS:\t  123456 kB"
+        if name in keys:
+            found[name] = int(rest.split()[0])
     return found if len(found) == len(keys) else None
 
 
