@@ -20,6 +20,9 @@ Timed (medians of --repeats):
 - `hf forward (no cache)`: B single tokens, no cache (the floor rollout_bench.py uses);
 - `fast step`: FastLM.forward of B single tokens over lanes of C positions plus its logits
   (the fused C kernel when it builds), i.e. `fast`'s decode step without sampling.
+
+Then the step's sampling, timed apart: one token per row at temperature 1 from those logits, by
+the C sampler and by the tensor path (same draws), against reading B x vocab fp32 logits once.
 """
 
 from __future__ import annotations
@@ -136,6 +139,25 @@ def fast_step(model, batch: int, context: int):
     return run
 
 
+def sampler_times(model, batch: int, context: int, repeats: int) -> tuple[float, float]:
+    """Seconds to draw one token per row at temperature 1 from `fast`'s logits of `batch` rows:
+    the C sampler (cpu_kernels.sample_rows) and the tensor path (sampling.tensor_path), same draws."""
+    from posttrain.rollout.engines.fast import sampling
+    from posttrain.rollout.engines.fast.model import FastLM
+
+    lm = FastLM.from_hf(model, max_len=context + 8)
+    ids = torch.randint(100, model.config.vocab_size, (batch, 1), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        logits = lm.logits(lm.forward(ids, torch.full((batch,), context), lm.new_lanes(batch, context + 8))[:, -1])
+    rp = sampling.RowParams.build([1.0] * batch, [1.0] * batch, [0] * batch, list(range(batch)), [0] * batch,
+                                  logits.device)
+    pos = torch.arange(batch)
+    c = median_of(lambda: sampling.sample(logits, rp, pos), repeats)
+    with sampling.tensor_path():
+        t = median_of(lambda: sampling.sample(logits, rp, pos), repeats)
+    return c, t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
@@ -168,6 +190,13 @@ def main() -> None:
         print(f"| {b} | {w['weight_bytes'] / 1e6:.0f} | {w['kv_bytes'] / 1e6:.1f} | {bytes_ms:.1f} | {flop_ms:.1f} | "
               f"{floor:.1f} | {hf_c:.1f} | {hf_n:.1f} | {fast:.1f} | {fast / floor:.2f}x | {hf_c / floor:.2f}x |",
               flush=True)
+    print("\nSampling one token per row at temperature 1 from those logits (B x vocab fp32; floor: reading them once)")
+    print("| B | C sampler ms | tensor sampler ms | read floor ms |")
+    print("|---:|---:|---:|---:|")
+    for b in a.batches:
+        c, t = sampler_times(model, b, a.context, a.repeats)
+        floor = b * model.config.vocab_size * 4 / (rates["read_gbs"] * 1e9) * 1e3
+        print(f"| {b} | {c * 1e3:.2f} | {t * 1e3:.2f} | {floor:.2f} |", flush=True)
     print(f"# load at the end {os.getloadavg()[0]:.1f}")
 
 
