@@ -17,6 +17,8 @@ The variants, each the whole setting (a user's environment variable wins over th
   budget1g the cache at 1,024, passes at the 1 GiB budget (`rl.micro_tokens: auto` now: 412 tokens)
   now      both defaults
   cache512 the cache at 512, passes at the 1 GiB budget
+  trim     both defaults, and glibc's malloc_trim(0) after each step's row (free heap pages back to the kernel;
+           the row's heap figures are read before it)
 Prints a markdown table (max step peak, mean seconds a step, in generation and in the update, heap in use first -> last and its growth a step,
 live tensors first -> last) and writes every row to --out/trace-<variant>.jsonl.
 """
@@ -60,6 +62,8 @@ if os.environ.get("PT_MEMTRACE") and sys.argv[0].endswith("posttrain"):
             except (RuntimeError, NotImplementedError):  # a tensor subclass without storage
                 pass
         mi = _libc.mallinfo2()
+        if os.environ.get("PT_MALLOC_TRIM"):
+            _libc.malloc_trim(0)  # the "trim" variant: glibc's free heap back to the kernel after each step
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # VmHWM starts again: the next row's peak is that step's
         return {"step": step, "step_peak_mb": kib("VmHWM") >> 10, "rss_mb": kib("VmRSS") >> 10,
@@ -84,6 +88,7 @@ VARIANTS = {  # name: (environment, posttrain rl overrides)
     "budget1g": ({"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "1024"}, []),
     "now": ({}, []),
     "cache512": ({"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "512"}, []),
+    "trim": ({"PT_MALLOC_TRIM": "1"}, []),
 }
 BF16 = ["engine={name: fast, args: {matmul_dtype: auto}}", "rl.old_logprobs=recompute"]
 

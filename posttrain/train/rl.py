@@ -48,7 +48,7 @@ from posttrain.train.checkpoint import latest_checkpoint, load_trainer_state, se
 from posttrain.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
 from posttrain.train.longtail_source import LongTailBatchSource
 from posttrain.train.loss_norm import step_counts
-from posttrain.train.step_memory import step_memory
+from posttrain.train.step_memory import release_free_heap, step_memory
 from posttrain.train.trainer import Trainer, default_trainer, reference_model
 from posttrain.train.update import NonFiniteLoss, metric_name
 from posttrain.types import Task, Trajectory
@@ -283,6 +283,7 @@ async def observe_step(st: RLState, source: BatchSource, row: dict[str, float]) 
             if f.alarm and f.warning_key not in st.warnings:  # a detector's first alarm: a run warning, once
                 st.warnings[f.warning_key] = f.warning()
                 print(f"posttrain: warning: {f.warning()}", file=sys.stderr)
+    release_free_heap()  # the step's freed activations leave the arenas (step_memory.py: why)
     row.update(step_memory())  # mem/*: read last, so the step's eval and detectors are inside it
     st.metrics.log(st.step, row)
     st.history.append(row)

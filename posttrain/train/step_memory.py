@@ -9,13 +9,24 @@ peak, not the step's: Linux could restart it each step (writing 5 to /proc/self/
 lower what `/usr/bin/time -v` and `getrusage` report for the whole process, the figures users measure a run by.
 `mem/cuda_step_peak_gib`: torch's peak allocated on the current CUDA device over the step, when CUDA is in use
 (torch's own counter, restarted each step: no outside tool reads it).
+
+    release_free_heap()         # the RL loop, just before: glibc's free heap back to the kernel
+
+Why the RL loop releases: its update frees and allocates activations of a different size every step (the
+token counts change), and glibc keeps the freed chunks resident in its arenas. Over 100 steps of the TRL
+side-by-side the free heap grew 0.6 -> 1.5 GiB while live tensors stayed at 1.23 GiB; malloc_trim(0) after
+each step lowered the run's step peak 3.73 -> 3.50 GiB, peak PSS 3.61 -> 3.37, at ~1 ms a call
+(`benchmarks/rl_memory_trace.py --steps 100 --variants now trim`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import resource
 import sys
 from pathlib import Path
+from typing import Callable
 
 GIB = 2**30
 _STATUS = Path("/proc/self/status")
@@ -36,6 +47,25 @@ def _status_kib(*keys: str) -> dict[str, int] | None:
         if name in keys:
             found[name] = int(rest.split()[0])
     return found if len(found) == len(keys) else None
+
+
+def _glibc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None (macOS, musl: no such call; nothing to do there)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _glibc_trim()
+
+
+def release_free_heap() -> bool:
+    """Hand glibc's free heap pages back to the kernel (malloc_trim(0): the arenas' top and, since glibc
+    2.8, whole free pages inside them). Returns whether any memory was released; False off glibc."""
+    return bool(_TRIM(0)) if _TRIM is not None else False
 
 
 def step_memory() -> dict[str, float]:

@@ -70,3 +70,36 @@ def test_the_peak_is_never_below_what_is_resident_now(monkeypatch):
     monkeypatch.setattr(step_memory, "_STATUS", _CountingStatus(hwm_kib=2**20, rss_kib=3 * 2**20))
     row = read_memory()  # the kernel folds current RSS into VmHWM lazily
     assert row["mem/peak_gib"] == row["mem/rss_gib"] == 3.0
+
+
+def test_release_free_heap_asks_glibc_to_trim_everything(monkeypatch):
+    calls = []
+    monkeypatch.setattr(step_memory, "_TRIM", lambda pad: calls.append(pad) or 1)
+    assert step_memory.release_free_heap() is True and calls == [0]  # pad 0: keep nothing spare at the top
+
+
+def test_release_free_heap_does_nothing_without_glibc(monkeypatch):
+    monkeypatch.setattr(step_memory, "_TRIM", None)
+    assert step_memory.release_free_heap() is False
+
+
+@pytest.mark.skipif(step_memory._TRIM is None, reason="glibc's malloc_trim")
+def test_freed_chunks_below_a_live_one_leave_the_resident_set():
+    """The RL loop's case: freed activations under chunks still in use stay resident until trimmed."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6")
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    chunks = [libc.malloc(64 * 1024) for _ in range(2048)]  # 128 MiB below glibc's mmap threshold: in the heap
+    assert all(chunks)
+    for c in chunks:
+        ctypes.memset(c, 1, 64 * 1024)  # touched: resident
+    sentinel = libc.malloc(64 * 1024)  # live above them, so free() cannot give them back by shrinking the top
+    for c in chunks:
+        libc.free(c)
+    held = read_memory()["mem/rss_gib"]
+    step_memory.release_free_heap()
+    freed = held - read_memory()["mem/rss_gib"]
+    libc.free(sentinel)
+    assert freed >= 0.06  # most of the 0.125 GiB
