@@ -22,7 +22,6 @@ each step lowered the run's step peak 3.73 -> 3.50 GiB, peak PSS 3.61 -> 3.37, a
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import resource
 import sys
 from pathlib import Path
@@ -54,7 +53,7 @@ def _glibc_trim() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        return ctypes.CDLL("libc.so.6").malloc_trim  # glibc's soname (musl has none of this name, nor the call)
     except (OSError, AttributeError):
         return None
 
