@@ -17,8 +17,8 @@ The variants, each the whole setting (a user's environment variable wins over th
   budget1g the cache at 1,024, passes at the 1 GiB budget (`rl.micro_tokens: auto` now: 412 tokens)
   now      both defaults
   cache512 the cache at 512, passes at the 1 GiB budget
-  trim     both defaults, and glibc's malloc_trim(0) after each step's row (free heap pages back to the kernel;
-           the row's heap figures are read before it)
+  notrim   both defaults, without the loop's trim of glibc's free heap after each step (before 79afc8b; `now`
+           trims, train/step_memory.release_free_heap)
 Prints a markdown table (max step peak, mean seconds a step, in generation and in the update, heap in use first -> last and its growth a step,
 live tensors first -> last) and writes every row to --out/trace-<variant>.jsonl.
 """
@@ -62,8 +62,6 @@ if os.environ.get("PT_MEMTRACE") and sys.argv[0].endswith("posttrain"):
             except (RuntimeError, NotImplementedError):  # a tensor subclass without storage
                 pass
         mi = _libc.mallinfo2()
-        if os.environ.get("PT_MALLOC_TRIM"):
-            _libc.malloc_trim(0)  # the "trim" variant: glibc's free heap back to the kernel after each step
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # VmHWM starts again: the next row's peak is that step's
         return {"step": step, "step_peak_mb": kib("VmHWM") >> 10, "rss_mb": kib("VmRSS") >> 10,
@@ -80,6 +78,9 @@ if os.environ.get("PT_MEMTRACE") and sys.argv[0].endswith("posttrain"):
                 f.write(json.dumps({**_row(step), **{k.split("/")[1]: metrics.get(k, 0.0) for k in
                                                      ("time/step_s", "time/generate_s", "time/update_s")}}) + "\n")
     _metrics.MetricsLog.log = _traced
+    if os.environ.get("PT_NO_HEAP_TRIM"):  # the "notrim" variant: the loop as it was before 79afc8b
+        import posttrain.train.rl as _rl
+        _rl.release_free_heap = lambda: False
 '''
 
 VARIANTS = {  # name: (environment, posttrain rl overrides)
@@ -88,7 +89,7 @@ VARIANTS = {  # name: (environment, posttrain rl overrides)
     "budget1g": ({"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "1024"}, []),
     "now": ({}, []),
     "cache512": ({"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "512"}, []),
-    "trim": ({"PT_MALLOC_TRIM": "1"}, []),
+    "notrim": ({"PT_NO_HEAP_TRIM": "1"}, []),
 }
 BF16 = ["engine={name: fast, args: {matmul_dtype: auto}}", "rl.old_logprobs=recompute"]
 

@@ -16,7 +16,7 @@ Why the RL loop releases: its update frees and allocates activations of a differ
 token counts change), and glibc keeps the freed chunks resident in its arenas. Over 100 steps of the TRL
 side-by-side the free heap grew 0.6 -> 1.5 GiB while live tensors stayed at 1.23 GiB; malloc_trim(0) after
 each step lowered the run's step peak 3.73 -> 3.50 GiB, peak PSS 3.61 -> 3.37, at ~1 ms a call
-(`benchmarks/rl_memory_trace.py --steps 100 --variants now trim`).
+(`benchmarks/rl_memory_trace.py --steps 100 --variants notrim now`).
 """
 
 from __future__ import annotations
