@@ -4,7 +4,7 @@
 
 A run of `--steps` steps of `--n` groups over `--domains` domains, of which `--edge` carry signal with
 probability `--edge-signal` per group (the model's edge) and the rest with `--dead-signal` (hopeless or
-solved). Three ways to split a step across domains, on the same seeds:
+solved). Four ways to split a step across domains, on the same seeds:
 - `mixture`: fixed equal shares (schedule.domain_shares=mixture);
 - `proportional`: shares = posterior mean signal rate (the first design, not shipped);
 - `signal`: Thompson sampling on the same posterior (schedule.domain_shares=signal, schedule/domain_shares.py);
