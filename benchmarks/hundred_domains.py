@@ -7,6 +7,8 @@
     .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2 --seeds 0 --arms curriculum --results R.json
     .venv/bin/python benchmarks/hundred_domains.py --model models/smollm2 --seeds 0 --arms uniform --results R.json \
         --merge --reuse-before
+    # runs made in another clone or on another machine, folded in (each row carries its verdicts):
+    .venv/bin/python benchmarks/hundred_domains.py --fold OTHER.json --results R.json
 
 Both arms run `examples/hundred_domains.yaml` (91 trained rg-* domains, 10 held out, LoRA) through
 `run_quickstart` with the RL phase cut at the same wall-time budget (`--budget-s`, default 1800 s), on
@@ -101,7 +103,19 @@ def run_arm(arm: str, seed: int, model: str, out: Path, overrides: list[str], bu
             "prompts_per_step": cfg.rl.prompts_per_step,
             "refill_extra_rollouts": sum(r.get("refill/extra_rollouts", 0) for r in steps),
             "wall_s": round(time.perf_counter() - t0, 1), "run_dir": str(out),
-            "before_from": str(before_file) if before_file is not None else None}
+            "before_from": str(before_file) if before_file is not None else None, "verdicts": stored_verdicts(out)}
+
+
+def stored_verdicts(run_dir: Path) -> dict[str, dict[str, str]]:
+    """Every held-out task's verdicts, before and after, as `{domain: {task id: "01"}}` (before, after): the row
+    then carries what the pooled tests need, so `--merge` works after the run dirs are gone (they are not in git)."""
+    load = lambda when: json.loads((run_dir / f"eval_{when}.json").read_text())  # noqa: E731
+    before, after = load("before"), load("after")
+    out: dict[str, dict[str, str]] = {}
+    for t, d in sorted(after["domain_of"].items()):
+        if t in before["passed"] and t in after["passed"]:
+            out.setdefault(d, {})[t] = f"{int(before['passed'][t])}{int(after['passed'][t])}"
+    return out
 
 
 def tasks_only(seed: int, overrides: list[str]) -> str:
@@ -129,27 +143,62 @@ def tasks_only(seed: int, overrides: list[str]) -> str:
             f"{time.perf_counter() - t0:.0f} s; made on a later seed: {len(moved)} ({'; '.join(moved) or 'none'})")
 
 
-def _verdicts(run_dir: str, when: str) -> dict[str, bool]:
-    return json.loads((Path(run_dir) / f"eval_{when}.json").read_text())["passed"]
+def _verdicts(row: dict, when: str) -> dict[str, tuple[str, bool]]:
+    """{task id: (domain, passed)} at `when` ("before" or "after"): from the row's stored verdicts, else from its run
+    dir (rows written before 2026-12-07 stored none)."""
+    if row.get("verdicts"):
+        i = 0 if when == "before" else 1
+        return {t: (d, v[i] == "1") for d, tasks in row["verdicts"].items() for t, v in tasks.items()}
+    run = Path(row["run_dir"])
+    if not (run / f"eval_{when}.json").is_file():
+        return {}
+    ev = json.loads((run / f"eval_{when}.json").read_text())
+    return {t: (ev["domain_of"][t], p) for t, p in ev["passed"].items()}
 
 
 def compare_arms(rows: list[dict]) -> dict:
-    """Pooled exact McNemar over seeds on the after-RL verdicts of the same held-out tasks (trained domains)."""
+    """Pooled exact McNemar over seeds on the after-RL verdicts of the same held-out tasks (trained domains).
+
+    A seed whose verdicts are gone (no stored verdicts, no run dir) counts by its curriculum row's
+    `scheduler_pairs`, the discordant counts its own run printed, where recorded; else it is left out and named."""
     from posttrain.eval.stats import mcnemar_exact
 
     b = c = n = 0
+    used, missing = [], []
     for seed in sorted({r["seed"] for r in rows}):
         arm = {r["arm"]: r for r in rows if r["seed"] == seed}
         if set(arm) != set(ARMS):
             continue
-        cur, uni = _verdicts(arm["curriculum"]["run_dir"], "after"), _verdicts(arm["uniform"]["run_dir"], "after")
+        cur, uni = _verdicts(arm["curriculum"], "after"), _verdicts(arm["uniform"], "after")
+        if not (cur and uni):
+            rec = arm["curriculum"].get("scheduler_pairs")
+            if rec is None:
+                missing.append(seed)
+                continue
+            b, c, n = b + rec["curriculum_only"], c + rec["uniform_only"], n + rec["n_pairs"]
+            used.append(seed)
+            continue
         trained = set(arm["curriculum"]["trained"]["domains"]) if arm["curriculum"]["trained"] else None
-        dom = json.loads((Path(arm["curriculum"]["run_dir"]) / "eval_after.json").read_text())["domain_of"]
-        common = [t for t in cur if t in uni and (trained is None or dom[t] in trained)]
-        b += sum(cur[t] and not uni[t] for t in common)
-        c += sum(uni[t] and not cur[t] for t in common)
+        common = [t for t in cur if t in uni and (trained is None or cur[t][0] in trained)]
+        b += sum(cur[t][1] and not uni[t][1] for t in common)
+        c += sum(uni[t][1] and not cur[t][1] for t in common)
         n += len(common)
-    return {"n_pairs": n, "curriculum_only": b, "uniform_only": c, "p_value": mcnemar_exact(b, c)}
+        used.append(seed)
+    return {"n_pairs": n, "curriculum_only": b, "uniform_only": c, "p_value": mcnemar_exact(b, c),
+            "seeds": used, "seeds_without_verdicts": missing}
+
+
+def _held_out_pairs(row: dict) -> list[tuple[float, float]]:
+    """(before, after) per held-out-domain task. Without verdicts, a row whose summary fixes every pair (nothing
+    passed before, so each pass after is a 0 -> 1 pair) gives them from its counts; otherwise none."""
+    vb, va = _verdicts(row, "before"), _verdicts(row, "after")
+    if vb and va:
+        return [(float(vb[t][1]), float(va[t][1])) for t in vb if t in va and vb[t][0] in row["held_out"]["domains"]]
+    h = row["held_out"]
+    if h["before"] == 0.0:
+        up = round(h["after"] * h["n_tasks"])
+        return [(0.0, 1.0)] * up + [(0.0, 0.0)] * (h["n_tasks"] - up)
+    return []
 
 
 def transfer(rows: list[dict], arm: str) -> dict:
@@ -160,11 +209,8 @@ def transfer(rows: list[dict], arm: str) -> dict:
     for r in rows:
         if r["arm"] != arm or not r["held_out"]:
             continue
-        vb, va = _verdicts(r["run_dir"], "before"), _verdicts(r["run_dir"], "after")
-        dom = json.loads((Path(r["run_dir"]) / "eval_after.json").read_text())["domain_of"]
-        for t in vb:
-            if t in va and dom[t] in r["held_out"]["domains"]:
-                before.append(float(vb[t])), after.append(float(va[t])), clusters.append(f"{r['seed']}:{t}")
+        for i, (b, a) in enumerate(_held_out_pairs(r)):
+            before.append(b), after.append(a), clusters.append(f"{r['seed']}:{i}")
     boot = paired_bootstrap(before, after, clusters, resamples=5000)
     return {"arm": arm, "n": len(before), "delta": boot.interval.estimate,
             "ci95": [boot.interval.low, boot.interval.high], "p_value": boot.p_value}
@@ -194,8 +240,10 @@ def targets(rows: list[dict]) -> list[str]:
     if {r["arm"] for r in rows} == set(ARMS):
         cmp = compare_arms(rows)
         better = cmp["curriculum_only"] > cmp["uniform_only"]
-        out.append(f"{mark(better and cmp['p_value'] < 0.05)} scheduler: curriculum-only passes {cmp['curriculum_only']} vs "
-                   f"uniform-only {cmp['uniform_only']} over {cmp['n_pairs']} paired tasks, pooled McNemar p {cmp['p_value']:.3g}")
+        gone = f"; seeds {cmp['seeds_without_verdicts']} left out (no verdicts kept)" if cmp["seeds_without_verdicts"] else ""
+        out.append(f"{mark(better and cmp['p_value'] < 0.05 and len(cmp['seeds']) >= 3)} scheduler: curriculum-only passes "
+                   f"{cmp['curriculum_only']} vs uniform-only {cmp['uniform_only']} over {cmp['n_pairs']} paired tasks, "
+                   f"seeds {cmp['seeds']} (3 needed), pooled McNemar p {cmp['p_value']:.3g}{gone}")
     for arm in ARMS:
         if any(r["arm"] == arm and r["held_out"] for r in rows):
             t = transfer(rows, arm)
@@ -217,11 +265,14 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true", help="3 domains, 2 RL steps, 2 held-out tasks each, one seed")
     ap.add_argument("--results", type=Path, default=None, help="also write every run's row and the verdicts here (JSON)")
     ap.add_argument("--merge", action="store_true", help="fold the rows already in --results (other arms or seeds, "
-                    "run earlier; their run dirs must still exist) into the verdicts; a rerun (arm, seed) replaces its row")
+                    "run earlier: each row carries its verdicts) into the verdicts; a rerun (arm, seed) replaces its row")
     ap.add_argument("--reuse-before", action="store_true",
                     help="an arm whose seed already has another arm's eval_before.json under --out reuses it instead "
                          "of evaluating the same base model again (greedy decoding of the same weights on the same "
                          "tasks and batches: the same verdicts; saves ~16 minutes a run)")
+    ap.add_argument("--fold", type=Path, nargs="+", default=[],
+                    help="run nothing: fold the rows of these results files (runs made elsewhere) into --results, a "
+                         "later (arm, seed) replacing an earlier one, and print the verdicts")
     ap.add_argument("--tasks-only", action="store_true",
                     help="build each seed's training and held-out tasks and stop (minutes, no model)")
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. threads=2")
@@ -233,9 +284,15 @@ def main() -> None:
         return
     seeds, budget = ([a.seeds[0]], None) if a.smoke else (a.seeds, a.budget_s)
     rows = []
-    if a.merge and a.results is not None and a.results.is_file():
-        rows = [r for r in json.loads(a.results.read_text())["rows"] if not (r["arm"] in a.arms and r["seed"] in seeds)]
-    for seed in seeds:
+    if (a.merge or a.fold) and a.results is not None and a.results.is_file():
+        rows = [r for r in json.loads(a.results.read_text())["rows"] if a.fold or not (r["arm"] in a.arms and r["seed"] in seeds)]
+    for f in a.fold:
+        new = json.loads(f.read_text())["rows"]
+        rows = [r for r in rows if (r["arm"], r["seed"]) not in {(n["arm"], n["seed"]) for n in new}] + new
+    for r in rows:  # rows written before they carried verdicts: take them from the run dir while it is there
+        if not r.get("verdicts") and (Path(r["run_dir"]) / "eval_after.json").is_file():
+            r["verdicts"] = stored_verdicts(Path(r["run_dir"]))
+    for seed in [] if a.fold else seeds:
         for arm in a.arms:
             row = run_arm(arm, seed, a.model, a.out / f"{arm}-seed{seed}", overrides, budget, a.reuse_before)
             rows.append(row)
@@ -245,7 +302,8 @@ def main() -> None:
         print(line, flush=True)
     if a.results is not None:
         a.results.parent.mkdir(parents=True, exist_ok=True)
-        a.results.write_text(json.dumps({"rows": rows, "targets": verdicts, "overrides": overrides}, indent=1) + "\n")
+        kept = json.loads(a.results.read_text())["overrides"] if a.fold and a.results.is_file() else overrides
+        a.results.write_text(json.dumps({"rows": rows, "targets": verdicts, "overrides": kept}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
