@@ -87,6 +87,9 @@ EXCLUDED: dict[str, str] = {
 # Generators whose `score_answer` is wrong as shipped: the wrapper compares with the reference instead.
 EXACT: dict[str, str] = {
     "game_of_life_halting": "score_answer tests bool(answer), so every non-empty answer (\"False True\") scores 1",
+    "figlet_font": "score_answer pays 0.1 a letter in place, capped at 1.0, so any answer with 10 letters of a long "
+                   "word in place scores 1: the word with two letters wrong, or the word and more (\"PYROCHEMICAL, 0\"; "
+                   "benchmarks/rg_domains.py at level 4, 2026-12-07)",
 }
 # What a generator's checker leaves out and the wrapper checks on the answer and the item: (answer, item) ->
 # why the answer cannot be honest ("" if it may be). puzzle24's score_answer checks only that four numbers in
@@ -268,21 +271,38 @@ class ReasoningGymDomain:
 
     def _made(self, level: float, args_json: str, seed: int, size: int, index: int) -> Task:
         """Item `index`; where the generator fails to make it (tsumego's "Failed to generate a capture
-        problem" on some seeds) or is still at it after ITEM_LIMIT_S (number_sequence on some seeds), the
+        problem" on some seeds), makes one its own checker fails the reference of (`_unanswerable`), or is still
+        at it after ITEM_LIMIT_S (number_sequence on some seeds), the
         same index of the next seeds, up to RETRY_SEEDS: the task's spec names the seed that made it, so
         the verifier regenerates the same item."""
         for s in range(seed, seed + RETRY_SEEDS):
             try:
                 with within(ITEM_LIMIT_S):  # number_sequence's squares grow without end on some seeds
                     made = item(self.generator, level, args_json, s, size, index)
+                    unanswerable = self._unanswerable(made, level, args_json, s, size)
             except ConfigError:
                 raise
             except Exception as e:  # noqa: BLE001  the generator's own failure to make this item
                 err = e
                 continue
+            if unanswerable:
+                err = RuntimeError(unanswerable)
+                continue
             return self._task(made, level, s, size, index)
         raise RuntimeError(f"{self.name}: reasoning-gym failed to make item {index} at difficulty {level:g} on "
                            f"{RETRY_SEEDS} seeds from {seed}: {err}")
+
+    def _unanswerable(self, made: dict, level: float, args_json: str, seed: int, size: int) -> str:
+        """Why no answer can pass this item ("" if its reference does): the generator's own checker must give its
+        reference answer a full score. jugs at level 2 makes some puzzles with no solution, whose reference is
+        "No solution" and scores 0 (benchmarks/rg_domains.py, 2026-12-07): a task nothing passes teaches nothing
+        and lowers every pass rate alike, so the item is made from the next seed instead."""
+        ref = reference_answer(self.generator, made)
+        if ref is None or self.generator in EXACT:  # EXACT: the wrapper compares with the reference itself
+            return ""
+        if float(dataset(self.generator, level, args_json, seed, size).score_answer(ref, made)) >= 1.0 - 1e-9:
+            return ""
+        return f"its own checker fails its reference answer {ref[:40]!r}"
 
     def _task(self, item: dict, level: float, seed: int, size: int, index: int) -> Task:
         answer = reference_answer(self.generator, item)

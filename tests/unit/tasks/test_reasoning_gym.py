@@ -118,6 +118,17 @@ def test_an_item_the_generator_fails_to_make_comes_from_the_next_seed_and_verifi
     assert r.score == 1.0
 
 
+def test_an_item_whose_reference_its_own_checker_fails_comes_from_the_next_seed():
+    # jugs at level 2, seed 0: items 10 and 11 are puzzles with no solution, reference "No solution", which
+    # jugs' checker scores 0 (benchmarks/rg_domains.py, 2026-12-07): no answer could pass them
+    base = rg.rg_seed("jugs", 0, 2.0)
+    raw = [rg.item("jugs", 2.0, "{}", base, 12, i)["answer"] for i in (10, 11)]
+    assert raw == ['["No solution"]'] * 2
+    ts = build("rg-jugs", kind="domain").generate(12, 0, 2.0)
+    assert [t.verifier.args["seed"] != base for t in ts] == [False] * 10 + [True, True]
+    assert all("No solution" not in t.oracle for t in ts)
+
+
 def test_game_of_life_stops_at_level_1_where_its_answers_still_differ():
     """From level 2 every board has died out: the empty grid answered 16 of 16 tasks at each level, so a
     constant policy would be paid in full (benchmarks/rg_domains.py, constant_max)."""

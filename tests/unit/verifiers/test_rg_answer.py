@@ -52,6 +52,16 @@ def test_a_broken_checker_is_replaced_by_an_exact_comparison():
     assert _score(task, task.oracle) == 1.0 and _score(task, other) == 0.0 and _score(task, "False True") == 0.0
 
 
+def test_a_figlet_word_passes_only_when_every_letter_is_right():
+    # reasoning-gym pays 0.1 a letter in place, capped at 1.0: ten letters of a long word in place scored 1
+    tasks = build("rg-figlet_font", kind="domain").generate(20, 0, 4.0)
+    task = next(t for t in tasks if len(t.oracle) >= 12)
+    word = task.oracle
+    near = word[:-2] + ("QQ" if word[-2:] != "QQ" else "ZZ")  # the last two letters wrong
+    assert _score(task, word) == 1.0 and _score(task, word.lower()) == 1.0
+    assert _score(task, near) == 0.0 and _score(task, f"{word}, 0") == 0.0
+
+
 def test_a_move_count_bomb_is_refused_before_the_cube_is_turned():
     from posttrain.verifiers.soundness.check import score_once
 
