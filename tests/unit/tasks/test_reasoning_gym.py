@@ -129,6 +129,13 @@ def test_an_item_whose_reference_its_own_checker_fails_comes_from_the_next_seed(
     assert all("No solution" not in t.oracle for t in ts)
 
 
+@pytest.mark.parametrize("level", [2.0, 4.0])
+def test_rubiks_cube_stays_3x3_where_the_package_can_solve_it(level):
+    # the curriculum's levels 2-4 ask for 4x4 and 5x5 cubes, whose reference answer is empty (no solver)
+    ts = build("rg-rubiks_cube", kind="domain").generate(2, 0, level)
+    assert rg.make_config("rubiks_cube", level, {})["cube_size"] == 3 and all(t.oracle for t in ts)
+
+
 def test_game_of_life_stops_at_level_1_where_its_answers_still_differ():
     """From level 2 every board has died out: the empty grid answered 16 of 16 tasks at each level, so a
     constant policy would be paid in full (benchmarks/rg_domains.py, constant_max)."""
