@@ -57,7 +57,8 @@ def best_constants(tasks) -> dict[str, tuple[str, dict[str, bool]]]:
 
 
 def report(name: str, domains: list[str], consts, before: dict, after: dict) -> None:
-    ids = [i for i, d in after["domain_of"].items() if d in set(domains)]
+    # a task with an infra error (no verdict: an arc_agi prompt past the context) is in domain_of but not in passed
+    ids = [i for i, d in after["domain_of"].items() if d in set(domains) and i in before["passed"] and i in after["passed"]]
     const_pass = {i: consts[after["domain_of"][i]][1].get(i, False) for i in ids}
     n = len(ids)
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
