@@ -119,8 +119,11 @@ def bench_rollout(model_dir: Path, repeats: int, n_prompts: int, group: int, new
     from posttrain.train.lora import prepare_model
 
     fp32_s, bf16_s = matmul_choice.time_matmuls()
-    print(f"auto: {matmul_choice.choose(fp32_s, bf16_s)} (decode-shaped matmul: fp32 {fp32_s * 1e3:.2f} ms, "
-          f"bf16 {bf16_s * 1e3:.2f} ms)")
+    picked = matmul_choice.choose(fp32_s, bf16_s)
+    print(f"auto: {picked} (decode-shaped matmul: fp32 {fp32_s * 1e3:.2f} ms, bf16 {bf16_s * 1e3:.2f} ms)", flush=True)
+    if picked == "float32":  # an AVX2-only CPU: the forced-bf16 arms took over 15 minutes at the RL shape
+        print(f"# auto avoids bf16 here; the bf16 arms below time what it avoids, about {bf16_s / fp32_s:.0f}x slower "
+              "a matmul: expect them to take long", flush=True)
     base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(model_dir)
     questions = [f"What is {17 * k + 23} plus {31 * k + 9}? Answer with the number only." for k in range(n_prompts)]
@@ -131,6 +134,7 @@ def bench_rollout(model_dir: Path, repeats: int, n_prompts: int, group: int, new
     batches = {}
     gen = interleaved({d: lambda d=d: batches.__setitem__(d, sample(base, tok, d, prompts, group, new))
                        for d in ("float32", "bfloat16")}, repeats)
+    print(f"# generation timed: fp32 {gen['float32']:.2f} s, bf16 {gen['bfloat16']:.2f} s; now the updates", flush=True)
     adv = torch.randn(len(batches["float32"]), generator=torch.Generator().manual_seed(0))
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     cfg = {how: RLConfig(max_new_tokens=new, old_logprobs=how) for how in ("engine", "recompute")}
